@@ -1,0 +1,115 @@
+"""Build a contextembed checkpoint from any local Hugging Face backbone directory."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+from contextembed.checkpoint import save_checkpoint
+from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
+from contextembed.modeling.configuration_contextembed import DEFAULT_CHUNK_TOKEN
+
+logger = logging.getLogger(__name__)
+
+PRESETS = ("reference",)
+
+
+def build_checkpoint(
+    backbone: str | Path,
+    output_dir: str | Path | None = None,
+    *,
+    embedding_dim: int | None = None,
+    matryoshka_dims: list[int] | None = None,
+    max_seq_length: int | None = None,
+    preset: str | None = None,
+    query_prefix: str = "",
+    document_prefix: str = "",
+    window_head_tokens: int = 0,
+    chunk_token: str = DEFAULT_CHUNK_TOKEN,
+) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
+    """Wrap a backbone for late chunking: add the separator token and the projection, then save.
+
+    Args:
+        backbone: a local directory with the backbone's weights and tokenizer.
+        output_dir: where to save the checkpoint; `None` only builds it in memory.
+        embedding_dim: projection size; `None` keeps the hidden size (no projection).
+        matryoshka_dims: dimensions the vectors may be cut to.
+        max_seq_length: tokens per forward pass; defaults to the backbone's position limit.
+        preset: `"reference"` for the reference configuration (2048-d, Matryoshka 1024/2048, 32k, int8).
+        query_prefix / document_prefix: text put before queries / documents.
+        window_head_tokens: opening tokens carried into every later window of a long document.
+        chunk_token: the separator token to add.
+
+    Returns:
+        The model (fp32, eval mode) and its processor.
+    """
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS} or None, got {preset!r}")
+    backbone = Path(backbone)
+    if not backbone.is_dir():
+        raise ValueError(f"backbone must be a local directory with weights and a tokenizer, got {str(backbone)!r}")
+
+    tokenizer = AutoTokenizer.from_pretrained(backbone)
+    if chunk_token not in tokenizer.get_vocab():
+        tokenizer.add_special_tokens({"extra_special_tokens": [chunk_token]}, replace_extra_special_tokens=False)
+        logger.info("added special token %r to the tokenizer", chunk_token)
+    chunk_token_id = tokenizer.convert_tokens_to_ids(chunk_token)
+    backbone_model = AutoModel.from_pretrained(backbone, dtype=torch.float32)
+
+    options = dict(
+        chunk_token=chunk_token,
+        chunk_token_id=chunk_token_id,
+        ignore_token_ids=[i for i in tokenizer.all_special_ids if i not in (chunk_token_id, tokenizer.unk_token_id)],
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+        window_head_tokens=window_head_tokens,
+    )
+    if preset == "reference":
+        config = ContextEmbedConfig.reference(backbone_model.config, **options)
+    else:
+        config = ContextEmbedConfig(text_config=backbone_model.config, **options)
+    for name, value in (("embedding_dim", embedding_dim), ("matryoshka_dims", matryoshka_dims),
+                        ("max_seq_length", max_seq_length)):
+        if value is not None:
+            setattr(config, name, sorted(value) if name == "matryoshka_dims" else value)
+    if embedding_dim is not None and matryoshka_dims is None and config.matryoshka_dims:
+        config.matryoshka_dims = [d for d in config.matryoshka_dims if d <= embedding_dim] or None
+    config._validate()
+
+    model = ContextEmbedModel(config)
+    model.backbone.load_state_dict(backbone_model.state_dict())
+    if config.embedding_dim is not None:
+        logger.info("added an untrained %d -> %d projection (orthogonal init)", config.text_config.hidden_size,
+                    config.embedding_dim)
+    _add_separator_row(model, tokenizer, chunk_token_id)
+    model.eval()
+
+    tokenizer.model_max_length = config.window_length
+    processor = ContextEmbedProcessor(
+        tokenizer,
+        chunk_token=chunk_token,
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+        max_length=config.window_length,
+    )
+    if output_dir is not None:
+        save_checkpoint(model, processor, output_dir)
+    return model, processor
+
+
+def _add_separator_row(model: ContextEmbedModel, tokenizer, chunk_token_id: int) -> None:
+    """Give the separator a defined embedding: resize only when the tokenizer outgrew the matrix."""
+    embeddings = model.get_input_embeddings()
+    rows = embeddings.weight.shape[0]
+    if len(tokenizer) > rows:
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        logger.info("resized token embeddings from %d to %d rows", rows, len(tokenizer))
+        embeddings = model.get_input_embeddings()
+    with torch.no_grad():
+        # Spare rows (Qwen3, ModernBERT) are untrained: start the separator at the mean of the trained rows.
+        trained = embeddings.weight[: min(rows, len(tokenizer))]
+        embeddings.weight[chunk_token_id] = trained[torch.arange(len(trained)) != chunk_token_id].mean(0)
+    logger.info("initialised the embedding row of separator id %d to the mean embedding", chunk_token_id)

@@ -1,0 +1,91 @@
+"""Writing a checkpoint that is at once a transformers and a sentence-transformers checkpoint.
+
+The sentence-transformers side lists only built-in modules (`Transformer` -> `Pooling(mean)` ->
+`Normalize`), so `SentenceTransformer(path)` loads it with `trust_remote_code=False` once
+`import contextembed` has registered the model and processor with the Auto classes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
+
+logger = logging.getLogger(__name__)
+
+MIN_PACKAGE_VERSION = "0.1.0"
+
+# The Normalize path that both sentence-transformers 5.7 and 6.x import (6.x writes a path 5.7 lacks).
+ST_MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
+    {
+        "idx": 1,
+        "name": "1",
+        "path": "1_Pooling",
+        "type": "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
+    },
+    {
+        "idx": 2,
+        "name": "2",
+        "path": "2_Normalize",
+        "type": "sentence_transformers.sentence_transformer.modules.normalize.Normalize",
+    },
+]
+
+# The ST `Transformer` module calls our forward and keeps `chunk_embeddings` as `token_embeddings`;
+# flash-attention unpadding must stay off because the model needs its padded chunk layout.
+SENTENCE_BERT_CONFIG = {
+    "transformer_task": "feature-extraction",
+    "modality_config": {"text": {"method": "forward", "method_output_name": "chunk_embeddings"}},
+    "module_output_name": "token_embeddings",
+    "unpad_inputs": False,
+}
+
+
+def save_checkpoint(model: ContextEmbedModel, processor: ContextEmbedProcessor, output_dir: str | Path) -> Path:
+    """Save model, processor, sentence-transformers files and the model card into `output_dir`."""
+    from contextembed.model_card import render_model_card
+
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(output_dir)
+    processor.save_pretrained(output_dir)
+    write_sentence_transformers_files(output_dir, model.config)
+    (output_dir / "README.md").write_text(render_model_card(model.config, processor), encoding="utf-8")
+    return output_dir
+
+
+def write_sentence_transformers_files(output_dir: Path, config) -> None:
+    """`modules.json`, `sentence_bert_config.json`, the Pooling and Normalize folders and the ST config."""
+    dim = config.output_dim or config.full_dim
+    _write_json(output_dir / "modules.json", ST_MODULES)
+    _write_json(output_dir / "sentence_bert_config.json", SENTENCE_BERT_CONFIG)
+    # include_prompt: ST counts a prompt in tokens while our mask counts chunks, so excluding it
+    # would blank out whole chunks.
+    _write_json(
+        output_dir / "1_Pooling" / "config.json",
+        {"embedding_dimension": dim, "pooling_mode": "mean", "include_prompt": True},
+    )
+    _write_json(output_dir / "2_Normalize" / "config.json", {})
+    _write_json(
+        output_dir / "config_sentence_transformers.json",
+        {
+            "model_type": "SentenceTransformer",
+            "prompts": {"query": config.query_prefix, "document": config.document_prefix},
+            "default_prompt_name": None,
+            "similarity_fn_name": "cosine",
+            "requirements": {
+                "contextembed": {
+                    "specifier": f">={MIN_PACKAGE_VERSION}",
+                    "reason": "the model and processor are registered by `import contextembed`",
+                }
+            },
+        },
+    )
+
+
+def _write_json(path: Path, payload) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,76 @@
+"""Render the model card (`MODEL_CARD.md` / a checkpoint's `README.md`) with a checkpoint's own facts."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from string import Template
+
+DEFAULT_SUMMARY = (
+    "A contextual chunk embedding checkpoint built with "
+    "[contextembed](https://pypi.org/project/contextembed/): late chunking over a wrapped backbone."
+)
+DEFAULT_LIMITATIONS = (
+    "The separator token and any projection added by `contextembed build` are untrained until the model is "
+    "fine-tuned for contextual retrieval; measure on your own data before relying on it."
+)
+NO_RESULTS = "No evaluation results have been recorded for this checkpoint."
+
+
+def render_model_card(
+    config,
+    processor=None,
+    *,
+    model_id: str = "path/to/checkpoint",
+    title: str = "contextembed checkpoint",
+    summary: str = DEFAULT_SUMMARY,
+    base_model: str = "unknown",
+    license: str = "apache-2.0",
+    results: str = NO_RESULTS,
+    limitations: str = DEFAULT_LIMITATIONS,
+) -> str:
+    """Fill the card template from a `ContextEmbedConfig` (and its processor, for the special tokens)."""
+    text_config = config.text_config
+    dim = config.output_dim or config.full_dim
+    wrapping = "none"
+    if processor is not None:
+        lead, tail = processor._special_wrapping()
+        tokenizer = processor.tokenizer
+        names = tokenizer.convert_ids_to_tokens(lead) + ["…"] + tokenizer.convert_ids_to_tokens(tail)
+        wrapping = " ".join(f"`{n}`" if n != "…" else n for n in names) if lead or tail else "none"
+    values = {
+        "license": license,
+        "base_model": base_model,
+        "title": title,
+        "summary": summary,
+        "model_id": model_id,
+        "chunk_token": config.chunk_token,
+        "chunk_token_id": config.chunk_token_id,
+        "dim": dim,
+        "backbone": text_config.model_type,
+        "hidden_size": text_config.hidden_size,
+        "layers": getattr(text_config, "num_hidden_layers", "?"),
+        "attention": "bidirectional" if config.bidirectional else "as the backbone",
+        "query_prefix": _show(config.query_prefix),
+        "document_prefix": _show(config.document_prefix),
+        "wrapping": wrapping,
+        "projection": (
+            "none (identity): chunk vectors have the backbone's hidden size"
+            if config.embedding_dim is None
+            else f"linear {text_config.hidden_size} → {config.embedding_dim}, no bias, kept in fp32"
+        ),
+        "matryoshka": ", ".join(str(d) for d in config.allowed_dims),
+        "normalization": "L2 after the Matryoshka cut" if config.normalize else "none",
+        "window": config.window_length,
+        "overlap": config.window_overlap,
+        "head_tokens": config.window_head_tokens,
+        "clip": config.int8_clip_sigmas,
+        "precision": config.default_precision,
+        "results": results,
+        "limitations": limitations,
+    }
+    template = Template(files("contextembed").joinpath("model_card_template.md").read_text(encoding="utf-8"))
+    return template.substitute(values)
+
+
+def _show(prefix: str) -> str:
+    return f"`{prefix!r}`" if prefix else "none (empty string)"

@@ -1,0 +1,180 @@
+"""Configuration of a contextual chunk embedding model (late chunking over a wrapped backbone).
+
+A ``ContextEmbedConfig`` holds the backbone's own config as ``text_config`` (any ``AutoConfig``)
+plus everything late chunking adds on top: the chunk separator token, query/document prefixes,
+the projection size, Matryoshka dimensions, normalisation, the window length for long
+documents and the deterministic int8 scheme.
+"""
+
+from __future__ import annotations
+
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+POOLING_MODES = ("mean",)
+DEFAULT_CHUNK_TOKEN = "<|chunk_sep|>"
+
+
+class ContextEmbedConfig(PreTrainedConfig):
+    r"""
+    Configuration for [`ContextEmbedModel`].
+
+    Args:
+        text_config (`dict` or `PreTrainedConfig`, *optional*):
+            Config of the wrapped backbone (BERT, ModernBERT, Qwen3, ...). A dict must carry `model_type`.
+        chunk_token (`str`, *optional*, defaults to `"<|chunk_sep|>"`):
+            The special token inserted between chunks.
+        chunk_token_id (`int`, *optional*):
+            Its id in the tokenizer; set when the token is added.
+        ignore_token_ids (`list[int]`, *optional*):
+            Special tokens (CLS, SEP, BOS, EOS, PAD, ...) that belong to no chunk when chunks are derived from
+            separator ids instead of given as `chunk_ids`.
+        query_prefix (`str`, *optional*, defaults to `""`):
+            Text put before every query; its tokens belong to no chunk.
+        document_prefix (`str`, *optional*, defaults to `""`):
+            Text put before every document; its tokens belong to no chunk.
+        embedding_dim (`int`, *optional*):
+            Size of the linear projection after pooling. `None` keeps the backbone's hidden size (no projection).
+        matryoshka_dims (`list[int]`, *optional*):
+            Dimensions the embedding may be cut to (cut first, then normalise). Defaults to the full size only.
+        output_dim (`int`, *optional*):
+            The Matryoshka size the model returns; `None` is the full size. Must be one of `matryoshka_dims`.
+        normalize (`bool`, *optional*, defaults to `True`):
+            L2-normalise chunk vectors.
+        pooling (`str`, *optional*, defaults to `"mean"`):
+            How token states become a chunk vector. Only `"mean"`.
+        max_seq_length (`int`, *optional*):
+            Tokens per forward pass (the window). `None` uses the backbone's `max_position_embeddings`.
+        window_overlap (`float`, *optional*, defaults to `0.5`):
+            Fraction of a window shared with the next one when a document is longer than `max_seq_length`.
+        window_head_tokens (`int`, *optional*, defaults to `0`):
+            Opening tokens of a document carried into every later window as context (never pooled).
+        bidirectional (`bool`, *optional*, defaults to `True`):
+            Run decoder backbones without a causal mask (`text_config.is_causal = False`).
+        default_precision (`str`, *optional*, defaults to `"float32"`):
+            The output precision the checkpoint recommends; one of `PRECISIONS`.
+        int8_clip_sigmas (`float`, *optional*, defaults to `5.0`):
+            The fixed int8 scheme: a unit vector of size d is coded as
+            `clip(round(x * 127 * sqrt(d) / int8_clip_sigmas), -127, 127)`.
+    """
+
+    model_type = "contextembed"
+    sub_configs = {"text_config": AutoConfig}
+
+    def __init__(
+        self,
+        text_config: dict | PreTrainedConfig | None = None,
+        chunk_token: str = DEFAULT_CHUNK_TOKEN,
+        chunk_token_id: int | None = None,
+        ignore_token_ids: list[int] | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        embedding_dim: int | None = None,
+        matryoshka_dims: list[int] | None = None,
+        output_dim: int | None = None,
+        normalize: bool = True,
+        pooling: str = "mean",
+        max_seq_length: int | None = None,
+        window_overlap: float = 0.5,
+        window_head_tokens: int = 0,
+        bidirectional: bool = True,
+        default_precision: str = "float32",
+        int8_clip_sigmas: float = 5.0,
+        **kwargs,
+    ):
+        if isinstance(text_config, dict):
+            text_config = dict(text_config)
+            if "model_type" not in text_config:
+                raise ValueError("text_config must name its `model_type` (e.g. 'bert', 'qwen3')")
+            text_config = CONFIG_MAPPING[text_config.pop("model_type")](**text_config)
+        elif text_config is None:
+            text_config = CONFIG_MAPPING["bert"]()
+        if bidirectional:
+            # transformers >= 5.2 reads this flag on decoder configs and builds a bidirectional mask.
+            text_config.is_causal = False
+        self.text_config = text_config
+
+        self.chunk_token = chunk_token
+        self.chunk_token_id = chunk_token_id
+        self.ignore_token_ids = sorted(ignore_token_ids) if ignore_token_ids else []
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.embedding_dim = embedding_dim
+        self.matryoshka_dims = sorted(matryoshka_dims) if matryoshka_dims else None
+        self.output_dim = output_dim
+        self.normalize = normalize
+        self.pooling = pooling
+        self.max_seq_length = max_seq_length
+        self.window_overlap = window_overlap
+        self.window_head_tokens = window_head_tokens
+        self.bidirectional = bidirectional
+        self.default_precision = default_precision
+        self.int8_clip_sigmas = int8_clip_sigmas
+        super().__init__(**kwargs)
+        self._validate()
+
+    @property
+    def full_dim(self) -> int:
+        """Size of a chunk vector before any Matryoshka cut."""
+        return self.embedding_dim or self.text_config.hidden_size
+
+    @property
+    def allowed_dims(self) -> list[int]:
+        return self.matryoshka_dims or [self.full_dim]
+
+    @property
+    def window_length(self) -> int:
+        """Tokens per forward pass: `max_seq_length`, capped by the backbone's positions."""
+        positions = getattr(self.text_config, "max_position_embeddings", None)
+        limits = [n for n in (self.max_seq_length, positions) if n]
+        if not limits:
+            raise ValueError("set max_seq_length: the backbone config has no max_position_embeddings")
+        return min(limits)
+
+    def _validate(self) -> None:
+        if self.pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
+        if self.default_precision not in PRECISIONS:
+            raise ValueError(f"default_precision must be one of {PRECISIONS}, got {self.default_precision!r}")
+        if not isinstance(self.chunk_token, str) or not self.chunk_token:
+            raise ValueError(f"chunk_token must be a non-empty string, got {self.chunk_token!r}")
+        for name in ("query_prefix", "document_prefix"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        for name in ("embedding_dim", "max_seq_length"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+        bad = [d for d in self.allowed_dims if not isinstance(d, int) or not 0 < d <= self.full_dim]
+        if bad:
+            raise ValueError(f"matryoshka_dims must be integers in 1..{self.full_dim}, got {self.matryoshka_dims!r}")
+        if self.matryoshka_dims and self.full_dim not in self.matryoshka_dims:
+            raise ValueError(
+                f"matryoshka_dims must include the full size {self.full_dim}, got {self.matryoshka_dims!r}"
+            )
+        if self.output_dim is not None and self.output_dim not in self.allowed_dims:
+            raise ValueError(f"output_dim must be one of {self.allowed_dims}, got {self.output_dim!r}")
+        if not 0.0 <= self.window_overlap < 1.0:
+            raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
+        if not isinstance(self.window_head_tokens, int) or self.window_head_tokens < 0:
+            raise ValueError(f"window_head_tokens must be a non-negative integer, got {self.window_head_tokens!r}")
+        if not self.int8_clip_sigmas > 0:
+            raise ValueError(f"int8_clip_sigmas must be positive, got {self.int8_clip_sigmas!r}")
+
+    @classmethod
+    def reference(cls, text_config: dict | PreTrainedConfig, **kwargs) -> ContextEmbedConfig:
+        """The reference configuration of the seed model: 2048-d projection, Matryoshka 1024/2048,
+        32,768 tokens in one pass, `<|chunk_sep|>`, int8 output."""
+        preset = dict(
+            chunk_token=DEFAULT_CHUNK_TOKEN,
+            embedding_dim=2048,
+            matryoshka_dims=[1024, 2048],
+            max_seq_length=32768,
+            default_precision="int8",
+        )
+        preset.update(kwargs)
+        return cls(text_config=text_config, **preset)
+
+
+__all__ = ["ContextEmbedConfig", "PRECISIONS"]

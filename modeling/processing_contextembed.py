@@ -1,0 +1,247 @@
+"""Processor for contextual chunk embeddings: turns documents (lists of chunks) into model inputs.
+
+One input per document: a `str` (a single chunk) or a list of `str` (its chunks, in order). All
+chunks of a batch are tokenised in one call with `split_special_tokens=True`, so literal special
+tokens in user text stay plain text; the separator **id** is then inserted between chunks by
+code, the backbone's own special tokens (CLS/SEP, BOS/EOS) go around the document, and the
+query or document prefix goes in front. Tokens of the prefix, a title, separators and special
+tokens belong to no chunk (`chunk_ids == -1`).
+
+Documents are never cut. One longer than the model's window is run in overlapping windows by
+the model; with `long_documents="error"` the processor refuses it instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers.processing_utils import ProcessorMixin
+
+LONG_DOCUMENT_MODES = ("window", "error")
+TASKS = ("query", "document")
+
+
+class ContextEmbedProcessor(ProcessorMixin):
+    r"""
+    Args:
+        tokenizer: The backbone's tokenizer, with `chunk_token` added as a special token.
+        chunk_token (`str`, defaults to `"<|chunk_sep|>"`): The separator between chunks.
+        query_prefix (`str`, defaults to `""`): Put before queries (`task="query"`).
+        document_prefix (`str`, defaults to `""`): Put before documents (`task="document"`).
+        max_length (`int`, *optional*): The model's window; only used by `long_documents="error"`.
+        long_documents (`str`, defaults to `"window"`): `"window"` passes long documents on whole (the
+            model windows them); `"error"` raises a `ValueError` for a document over `max_length`.
+    """
+
+    def __init__(
+        self,
+        tokenizer=None,
+        chunk_token: str = "<|chunk_sep|>",
+        query_prefix: str = "",
+        document_prefix: str = "",
+        max_length: int | None = None,
+        long_documents: str = "window",
+        chat_template=None,
+        **kwargs,
+    ):
+        if long_documents not in LONG_DOCUMENT_MODES:
+            raise ValueError(f"long_documents must be one of {LONG_DOCUMENT_MODES}, got {long_documents!r}")
+        self.chunk_token = chunk_token
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.max_length = max_length
+        self.long_documents = long_documents
+        super().__init__(tokenizer, chat_template=chat_template)
+
+    @property
+    def chunk_token_id(self) -> int:
+        token_id = self.tokenizer.convert_tokens_to_ids(self.chunk_token)
+        if token_id is None or token_id == self.tokenizer.unk_token_id:
+            raise ValueError(f"the tokenizer does not know the chunk token {self.chunk_token!r}")
+        return token_id
+
+    def __call__(
+        self,
+        text=None,
+        images=None,
+        videos=None,
+        audio=None,
+        *,
+        task: str | None = None,
+        titles: Sequence[str | None] | None = None,
+        return_tensors: str | None = "pt",
+        max_length: int | None = None,
+        long_documents: str | None = None,
+        text_kwargs: dict | None = None,
+        common_kwargs: dict | None = None,
+        images_kwargs: dict | None = None,
+        audio_kwargs: dict | None = None,
+        videos_kwargs: dict | None = None,
+        **kwargs,
+    ) -> dict:
+        """Tokenise a batch of documents and pad it.
+
+        Args:
+            text: one document (`str`, or a list of chunk strings inside a batch) or a batch of documents.
+            task: `"query"` or `"document"` puts that prefix in front. `None` looks for a configured prefix
+                at the start of the first chunk (where sentence-transformers puts its prompt).
+            titles: optional text per document, kept in every window as context and never pooled.
+            return_tensors: `"pt"` for torch tensors, `None` for lists.
+            max_length: the window budget; only `long_documents="error"` acts on it.
+
+        Returns:
+            `input_ids`, `token_attention_mask` (B, T), `chunk_ids` (B, T; -1 outside chunks) and
+            `attention_mask`, the chunk mask (B, C).
+        """
+        if images is not None or videos is not None or audio is not None:
+            raise ValueError("ContextEmbedProcessor takes text only")
+        text_kwargs = {**(text_kwargs or {}), **kwargs}
+        common_kwargs = common_kwargs or {}
+        return_tensors = common_kwargs.get("return_tensors", text_kwargs.get("return_tensors", return_tensors))
+        max_length = max_length or text_kwargs.get("max_length")
+        rows = self.encode_documents(
+            text, task=task, titles=titles, max_length=max_length, long_documents=long_documents
+        )
+        return self.pad(rows, return_tensors=return_tensors)
+
+    def encode_documents(
+        self,
+        text,
+        *,
+        task: str | None = None,
+        titles: Sequence[str | None] | None = None,
+        max_length: int | None = None,
+        long_documents: str | None = None,
+    ) -> list[dict[str, list[int]]]:
+        """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document."""
+        documents = normalize_documents(text)
+        if task is not None and task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
+        long_documents = long_documents or self.long_documents
+        if long_documents not in LONG_DOCUMENT_MODES:
+            raise ValueError(f"long_documents must be one of {LONG_DOCUMENT_MODES}, got {long_documents!r}")
+        if titles is not None and len(titles) != len(documents):
+            raise ValueError(f"titles must have one entry per document ({len(documents)}), got {len(titles)}")
+
+        prefixes = []
+        for chunks in documents:
+            prefix, chunks[0] = self._split_prefix(chunks[0], task)
+            prefixes.append(prefix)
+        titles = list(titles) if titles is not None else [None] * len(documents)
+        for i, title in enumerate(titles):
+            if title is not None and not isinstance(title, str):
+                raise ValueError(f"titles[{i}] must be a string or None, got {type(title).__name__}")
+
+        flat = [chunk for chunks in documents for chunk in chunks]
+        extras = [p for p in prefixes if p] + [t for t in titles if t]
+        encoded = self.tokenizer(flat + extras, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        chunk_tokens, extra_tokens = encoded[: len(flat)], iter(encoded[len(flat) :])
+        prefix_tokens = [next(extra_tokens) if p else [] for p in prefixes]
+        title_tokens = [next(extra_tokens) if t else [] for t in titles]
+
+        lead, tail = self._special_wrapping()
+        separator = self.chunk_token_id
+        rows, position = [], 0
+        for doc_index, chunks in enumerate(documents):
+            ids = lead + prefix_tokens[doc_index] + title_tokens[doc_index]
+            cids = [-1] * len(ids)
+            for chunk_index in range(len(chunks)):
+                if chunk_index:
+                    ids.append(separator)
+                    cids.append(-1)
+                tokens = chunk_tokens[position]
+                position += 1
+                ids.extend(tokens)
+                cids.extend([chunk_index] * len(tokens))
+            ids += tail
+            cids += [-1] * len(tail)
+            limit = max_length or self.max_length
+            if long_documents == "error" and limit and len(ids) > limit:
+                raise ValueError(
+                    f"document {doc_index} has {len(ids)} tokens, more than max_length={limit}; "
+                    "pass long_documents='window' to encode it in overlapping windows"
+                )
+            rows.append({"input_ids": ids, "chunk_ids": cids, "num_chunks": len(chunks)})
+        return rows
+
+    def pad(self, rows: list[dict[str, list[int]]], return_tensors: str | None = "pt") -> dict:
+        """Right-pad tokenised documents into a batch (tokens and chunk mask)."""
+        if return_tensors not in ("pt", None):
+            raise ValueError(f"return_tensors must be 'pt' or None, got {return_tensors!r}")
+        seq_len = max(len(row["input_ids"]) for row in rows)
+        num_chunks = max(row["num_chunks"] for row in rows)
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        batch = {"input_ids": [], "token_attention_mask": [], "chunk_ids": [], "attention_mask": []}
+        for row in rows:
+            n = len(row["input_ids"])
+            batch["input_ids"].append(row["input_ids"] + [pad_id] * (seq_len - n))
+            batch["token_attention_mask"].append([1] * n + [0] * (seq_len - n))
+            batch["chunk_ids"].append(row["chunk_ids"] + [-1] * (seq_len - n))
+            batch["attention_mask"].append([1] * row["num_chunks"] + [0] * (num_chunks - row["num_chunks"]))
+        if return_tensors == "pt":
+            batch = {key: torch.tensor(value, dtype=torch.long) for key, value in batch.items()}
+        return batch
+
+    def _split_prefix(self, first_chunk: str, task: str | None) -> tuple[str, str]:
+        if task is not None:
+            return (self.query_prefix if task == "query" else self.document_prefix), first_chunk
+        for prefix in sorted({self.query_prefix, self.document_prefix}, key=len, reverse=True):
+            if prefix and first_chunk.startswith(prefix):
+                return prefix, first_chunk[len(prefix) :]
+        return "", first_chunk
+
+    def _special_wrapping(self) -> tuple[list[int], list[int]]:
+        """The tokens the backbone's tokenizer puts before and after a text (e.g. CLS ... SEP)."""
+        if not hasattr(self, "_wrapping"):
+            bare = self.tokenizer("a", add_special_tokens=False)["input_ids"]
+            full = self.tokenizer("a", add_special_tokens=True)["input_ids"]
+            for start in range(len(full) - len(bare) + 1):
+                if full[start : start + len(bare)] == bare:
+                    self._wrapping = (full[:start], full[start + len(bare) :])
+                    break
+            else:
+                self._wrapping = ([], [])
+        return list(self._wrapping[0]), list(self._wrapping[1])
+
+    @property
+    def model_input_names(self) -> list[str]:
+        return ["input_ids", "token_attention_mask", "chunk_ids", "attention_mask"]
+
+
+def normalize_documents(text) -> list[list[str]]:
+    """Validate a batch of documents and return it as fresh lists of chunk strings.
+
+    >>> normalize_documents("one chunk")
+    [['one chunk']]
+    >>> normalize_documents([["a", "b"], "c"])
+    [['a', 'b'], ['c']]
+    """
+    if isinstance(text, str):
+        return [[text]]
+    if not isinstance(text, (list, tuple)):
+        raise ValueError(f"documents must be a str or a list of documents, got {type(text).__name__}")
+    if not text:
+        raise ValueError("got an empty batch: pass at least one document")
+    documents = []
+    for i, document in enumerate(text):
+        if isinstance(document, str):
+            documents.append([document])
+            continue
+        if not isinstance(document, (list, tuple)):
+            raise ValueError(
+                f"document {i} must be a str or a list of chunk strings, got {type(document).__name__}"
+            )
+        if not document:
+            raise ValueError(f"document {i} is empty: a document needs at least one chunk")
+        for j, chunk in enumerate(document):
+            if isinstance(chunk, (list, tuple)):
+                raise ValueError(f"document {i}, chunk {j} is a {type(chunk).__name__}: chunks must be strings, "
+                                 "documents are lists of chunks (one level of nesting)")
+            if not isinstance(chunk, str):
+                raise ValueError(f"document {i}, chunk {j} must be a str, got {type(chunk).__name__}")
+        documents.append(list(document))
+    return documents
+
+
+__all__ = ["ContextEmbedProcessor", "normalize_documents"]

@@ -1,0 +1,174 @@
+"""Invariants of late chunking on tiny random BERT, ModernBERT and bidirectional Qwen3 backbones."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+from transformers import AutoModel
+
+from contextembed.modeling import ContextEmbedModel
+from contextembed.modeling.modeling_contextembed import chunk_sums_and_counts, late_chunk_mean
+
+DOCS = [
+    ["the lease is for one year", "rent is two", "she is the tenant", "the company pays"],
+    "a single chunk",
+    ["the table row", "the section rule"],
+    ["one", "two", "three", "four", "five", "six"],
+]
+
+
+def encode(model, processor, docs, **kwargs):
+    with torch.inference_mode():
+        return model(**processor(docs, **kwargs))
+
+
+def loop_mean(hidden, chunk_ids, num_chunks):
+    """Oracle: a plain loop over tokens."""
+    batch, _, size = hidden.shape
+    out = torch.zeros(batch, num_chunks, size)
+    for b in range(batch):
+        for c in range(num_chunks):
+            rows = [hidden[b, t] for t in range(hidden.shape[1]) if chunk_ids[b, t] == c]
+            if rows:
+                out[b, c] = torch.stack(rows).float().mean(0)
+    return out
+
+
+class TestShapesAndCounts:
+    def test_one_row_per_chunk_mixed_batch(self, model_and_processor):
+        model, processor = model_and_processor
+        out = encode(model, processor, DOCS)
+        assert out.chunk_embeddings.shape == (4, 6, 16)
+        assert out.chunk_mask.sum(1).tolist() == [4, 1, 2, 6]
+        norms = out.chunk_embeddings.norm(dim=-1)
+        assert torch.allclose(norms[out.chunk_mask.bool()], torch.ones(13), atol=1e-5)
+        assert torch.all(norms[~out.chunk_mask.bool()] == 0)
+
+    @pytest.mark.parametrize("n_chunks", [1, 2, 3, 7])
+    def test_chunk_count(self, model_and_processor, n_chunks):
+        model, processor = model_and_processor
+        out = encode(model, processor, [[f"chunk {i}" for i in range(n_chunks)]])
+        assert out.chunk_embeddings.shape == (1, n_chunks, 16)
+
+    def test_chunks_derived_from_separators_match(self, model_and_processor):
+        model, processor = model_and_processor
+        batch = processor(DOCS)
+        with torch.inference_mode():
+            full = model(**batch)
+            derived = model(input_ids=batch["input_ids"], attention_mask=batch["token_attention_mask"])
+        assert torch.allclose(full.chunk_embeddings, derived.chunk_embeddings, atol=1e-6)
+        assert torch.equal(full.chunk_mask, derived.chunk_mask)
+
+
+class TestLateChunkPoolInvariants:
+    def test_pooling_matches_loop_oracle(self):
+        hidden = torch.randn(3, 11, 5)
+        chunk_ids = torch.randint(-1, 4, (3, 11))
+        assert torch.allclose(late_chunk_mean(hidden, chunk_ids, 4), loop_mean(hidden, chunk_ids, 4), atol=1e-6)
+
+    def test_pooling_in_fp32_for_bf16_states(self):
+        hidden = torch.randn(2, 9, 4).bfloat16()
+        chunk_ids = torch.randint(-1, 3, (2, 9))
+        sums, counts = chunk_sums_and_counts(hidden, chunk_ids, 3)
+        assert sums.dtype == torch.float32 and counts.dtype == torch.float32
+        assert torch.allclose(late_chunk_mean(hidden, chunk_ids, 3), loop_mean(hidden.float(), chunk_ids, 3))
+
+    def test_model_vectors_are_projected_chunk_means(self, model_and_processor):
+        model, processor = model_and_processor
+        batch = processor(DOCS)
+        out = encode(model, processor, DOCS)
+        num_chunks = batch["attention_mask"].shape[1]
+        means = loop_mean(out.last_hidden_state, batch["chunk_ids"], num_chunks)
+        expected = F.normalize(means @ model.projection.weight.T, dim=-1) * batch["attention_mask"].unsqueeze(-1)
+        assert torch.allclose(out.chunk_embeddings, expected, atol=1e-5)
+
+    def test_special_and_separator_tokens_belong_to_no_chunk(self, model_and_processor):
+        _, processor = model_and_processor
+        batch = processor([["one two", "three"]])
+        ids, cids = batch["input_ids"][0], batch["chunk_ids"][0]
+        separator = processor.chunk_token_id
+        assert (ids == separator).sum() == 1
+        assert torch.all(cids[ids == separator] == -1)
+        assert cids[0] == -1 and cids[-1] == -1  # CLS ... SEP
+
+
+class TestContextuality:
+    def test_editing_a_later_chunk_changes_an_earlier_one(self, model_and_processor):
+        model, processor = model_and_processor
+        a = encode(model, processor, [["the lease", "rent is two", "she is the tenant"]])
+        b = encode(model, processor, [["the lease", "rent is two", "he is the company"]])
+        assert (a.chunk_embeddings[0, 0] - b.chunk_embeddings[0, 0]).abs().max() > 1e-4
+
+    def test_late_chunking_differs_from_chunks_alone(self, model_and_processor):
+        model, processor = model_and_processor
+        chunks = ["the lease", "rent is two", "she is the tenant"]
+        together = encode(model, processor, [chunks]).chunk_embeddings[0]
+        alone = encode(model, processor, chunks).chunk_embeddings[:, 0]
+        assert (together - alone).abs().max() > 1e-3
+
+
+class TestBatchInvariance:
+    def test_document_alone_equals_document_in_padded_batch(self, model_and_processor):
+        model, processor = model_and_processor
+        doc = ["rent is two", "she is the tenant"]
+        alone = encode(model, processor, [doc]).chunk_embeddings[0]
+        batched = encode(model, processor, [DOCS[0], doc, DOCS[3]]).chunk_embeddings[1, :2]
+        assert (alone - batched).abs().max() <= 1e-5
+
+    def test_padding_is_invisible(self, model_and_processor):
+        model, processor = model_and_processor
+        batch = processor(DOCS)
+        padded = {k: torch.nn.functional.pad(v, (0, 5), value=0 if k != "chunk_ids" else -1) for k, v in batch.items()
+                  if k != "attention_mask"}
+        with torch.inference_mode():
+            a = model(**batch).chunk_embeddings
+            b = model(**padded, attention_mask=batch["attention_mask"]).chunk_embeddings
+        assert (a - b).abs().max() <= 1e-5
+
+
+class TestSpecialTextIsPlainText:
+    @pytest.mark.parametrize("literal", ["<|chunk_sep|>", "[SEP]", "<|endoftext|>", "[CLS]"])
+    def test_literal_special_tokens_in_user_text(self, model_and_processor, literal):
+        model, processor = model_and_processor
+        batch = processor([[f"one {literal} two"]])
+        special_ids = set(processor.tokenizer.all_special_ids)
+        chunk_tokens = batch["input_ids"][0][batch["chunk_ids"][0] >= 0].tolist()
+        assert not special_ids & set(chunk_tokens)
+        assert encode(model, processor, [[f"one {literal} two"]]).chunk_mask.sum() == 1
+
+
+class TestEmptyChunk:
+    def test_empty_chunk_keeps_its_row_as_zero(self, model_and_processor):
+        model, processor = model_and_processor
+        out = encode(model, processor, [["one", "", "two", "   "]])
+        assert out.chunk_mask.tolist() == [[1, 1, 1, 1]]
+        norms = out.chunk_embeddings[0].norm(dim=-1)
+        assert norms[0] > 0.99 and norms[2] > 0.99
+        assert norms[1] == 0 and norms[3] == 0
+
+
+class TestMatryoshkaAndDtype:
+    def test_cut_then_normalise(self, model_and_processor):
+        model, processor = model_and_processor
+        batch = processor(DOCS)
+        with torch.inference_mode():
+            raw = model(**batch, normalize=False).chunk_embeddings
+            cut = model(**batch, output_dim=8).chunk_embeddings
+        assert cut.shape[-1] == 8
+        assert torch.allclose(cut, F.normalize(raw[..., :8], dim=-1), atol=1e-6)
+
+    def test_unknown_output_dim_is_rejected(self, model_and_processor):
+        model, processor = model_and_processor
+        with pytest.raises(ValueError, match=r"output_dim must be one of \[8, 16\], got 12"):
+            model(**processor(["one"]), output_dim=12)
+
+    def test_projection_stays_fp32_when_backbone_runs_in_bf16(self, checkpoint_dir, model_and_processor):
+        _, processor = model_and_processor
+        model = AutoModel.from_pretrained(checkpoint_dir, dtype=torch.bfloat16)
+        assert isinstance(model, ContextEmbedModel)
+        assert model.projection.weight.dtype == torch.float32
+        assert model.backbone.get_input_embeddings().weight.dtype == torch.bfloat16
+        out = encode(model, processor, DOCS)
+        assert out.chunk_embeddings.dtype == torch.float32
+        assert torch.isfinite(out.chunk_embeddings).all()

@@ -1,0 +1,96 @@
+"""The processor: layout of ids and chunk ids, prefixes, and a clear error for every bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextembed.modeling import ContextEmbedProcessor
+
+
+@pytest.fixture
+def processor(built):
+    return built["bert"][2]
+
+
+class TestLayout:
+    def test_chunk_ids_follow_the_chunks(self, processor):
+        rows = processor.encode_documents([["one two", "three"]])
+        ids, cids = rows[0]["input_ids"], rows[0]["chunk_ids"]
+        tokenizer = processor.tokenizer
+        assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+        first = [t for t, c in zip(ids, cids) if c == 0]
+        second = [t for t, c in zip(ids, cids) if c == 1]
+        assert first == tokenizer("one two", add_special_tokens=False)["input_ids"]
+        assert second == tokenizer("three", add_special_tokens=False)["input_ids"]
+
+    def test_right_padding_and_chunk_mask(self, processor):
+        batch = processor([["one", "two", "three"], "four"])
+        assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+        mask = batch["token_attention_mask"][1]
+        assert mask.tolist() == sorted(mask.tolist(), reverse=True)
+        assert (batch["chunk_ids"][1][mask == 0] == -1).all()
+
+    def test_query_prefix_belongs_to_no_chunk(self, processor):
+        with_prefix = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
+        rows = with_prefix.encode_documents(["one"], task="query")
+        plain = processor.encode_documents(["one"])
+        assert len(rows[0]["input_ids"]) > len(plain[0]["input_ids"])
+        pooled = [t for t, c in zip(rows[0]["input_ids"], rows[0]["chunk_ids"]) if c >= 0]
+        assert pooled == processor.tokenizer("one", add_special_tokens=False)["input_ids"]
+
+    def test_prompt_in_first_chunk_is_read_as_the_prefix(self, processor):
+        # sentence-transformers puts its prompt in front of the first chunk.
+        with_prefix = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
+        assert with_prefix.encode_documents(["query: one"]) == with_prefix.encode_documents(["one"], task="query")
+
+    def test_titles_are_context_not_chunks(self, processor):
+        rows = processor.encode_documents([["one"]], titles=["lease"])
+        pooled = [t for t, c in zip(rows[0]["input_ids"], rows[0]["chunk_ids"]) if c >= 0]
+        assert pooled == processor.tokenizer("one", add_special_tokens=False)["input_ids"]
+        assert len(rows[0]["input_ids"]) > len(processor.encode_documents([["one"]])[0]["input_ids"])
+
+    def test_long_document_passes_whole_by_default(self, processor):
+        rows = processor.encode_documents([["one two three"] * 50])
+        assert len(rows[0]["input_ids"]) > 64 and rows[0]["num_chunks"] == 50
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("docs", "message"),
+        [
+            ([[]], "document 0 is empty"),
+            ([], "empty batch"),
+            ([["one", 2]], "document 0, chunk 1 must be a str, got int"),
+            ([["one"], [["nested"]]], "document 1, chunk 0 is a list"),
+            ([3], "document 0 must be a str or a list of chunk strings, got int"),
+            (None, "documents must be a str or a list of documents, got NoneType"),
+        ],
+    )
+    def test_bad_documents(self, processor, docs, message):
+        with pytest.raises(ValueError, match=message):
+            processor(docs)
+
+    def test_over_long_document_in_strict_mode(self, processor):
+        with pytest.raises(ValueError, match=r"document 1 has \d+ tokens, more than max_length=64"):
+            processor(["short", ["one two three"] * 50], long_documents="error")
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"task": "passage"}, r"task must be one of \('query', 'document'\)"),
+            ({"long_documents": "truncate"}, "long_documents must be one of"),
+            ({"titles": ["a", "b"]}, "titles must have one entry per document"),
+            ({"return_tensors": "np"}, "return_tensors must be 'pt' or None"),
+        ],
+    )
+    def test_unknown_options(self, processor, kwargs, message):
+        with pytest.raises(ValueError, match=message):
+            processor(["one"], **kwargs)
+
+    def test_unknown_long_document_mode_at_init(self, processor):
+        with pytest.raises(ValueError, match="long_documents must be one of"):
+            ContextEmbedProcessor(processor.tokenizer, long_documents="drop")
+
+    def test_media_inputs_are_rejected(self, processor):
+        with pytest.raises(ValueError, match="text only"):
+            processor(["one"], images=[object()])

@@ -1,0 +1,153 @@
+"""Checkpoints built from a backbone load through transformers and sentence-transformers with trust off."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from transformers import AutoModel, AutoProcessor
+
+import contextembed
+from contextembed import ContextEmbedSentenceTransformer, as_chunked
+from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
+
+DOCS = [["the lease is for one year", "rent is two", "she is the tenant"], ["one"], ["a b", "c d"], "plain"]
+
+
+def direct_chunks(model, processor, docs):
+    batch = processor(docs)
+    with torch.inference_mode():
+        out = model(**batch)
+    return [out.chunk_embeddings[i, : int(n)] for i, n in enumerate(batch["attention_mask"].sum(1))]
+
+
+class TestSavedFiles:
+    def test_files_present(self, checkpoint_dir):
+        names = {p.name for p in checkpoint_dir.iterdir()}
+        assert {"config.json", "model.safetensors", "tokenizer.json", "processor_config.json", "modules.json",
+                "sentence_bert_config.json", "config_sentence_transformers.json", "README.md", "1_Pooling",
+                "2_Normalize"} <= names
+        assert not list(checkpoint_dir.glob("*.bin")) and not list(checkpoint_dir.glob("*.py"))
+
+    def test_modules_are_builtin_sentence_transformers_classes(self, checkpoint_dir):
+        modules = json.loads((checkpoint_dir / "modules.json").read_text())
+        assert modules and all(m["type"].startswith("sentence_transformers.") for m in modules)
+
+    def test_no_auto_map_anywhere(self, checkpoint_dir):
+        for path in checkpoint_dir.rglob("*.json"):
+            assert "auto_map" not in path.read_text(), path
+
+    def test_processor_config_names_the_registered_class(self, checkpoint_dir):
+        config = json.loads((checkpoint_dir / "processor_config.json").read_text())
+        assert config["processor_class"] == "ContextEmbedProcessor"
+
+    def test_separator_row_is_initialised(self, built, family):
+        _, model, processor = built[family]
+        row = model.get_input_embeddings().weight[processor.chunk_token_id]
+        assert torch.isfinite(row).all() and row.abs().sum() > 0
+
+    def test_card_states_the_checkpoint_facts(self, checkpoint_dir):
+        card = (checkpoint_dir / "README.md").read_text()
+        assert card.startswith("---\nlibrary_name: sentence-transformers")
+        assert "import contextembed" in card and "<|chunk_sep|>" in card and "8, 16" in card
+
+    def test_bad_build_arguments(self, backbone_dirs, tmp_path):
+        with pytest.raises(ValueError, match=r"preset must be one of \('reference',\)"):
+            contextembed.build_checkpoint(backbone_dirs["bert"], preset="huge")
+        with pytest.raises(ValueError, match="backbone must be a local directory"):
+            contextembed.build_checkpoint(tmp_path / "missing")
+
+
+class TestRoundTrip:
+    def test_auto_classes_give_identical_outputs(self, built, family):
+        path, model, processor = built[family]
+        loaded = AutoModel.from_pretrained(path)
+        loaded_processor = AutoProcessor.from_pretrained(path)
+        assert isinstance(loaded, ContextEmbedModel) and isinstance(loaded_processor, ContextEmbedProcessor)
+        for a, b in zip(direct_chunks(model, processor, DOCS), direct_chunks(loaded, loaded_processor, DOCS)):
+            assert torch.equal(a, b)
+
+    def test_resave_round_trip(self, built, family, tmp_path):
+        path, model, processor = built[family]
+        contextembed.save_checkpoint(AutoModel.from_pretrained(path), AutoProcessor.from_pretrained(path), tmp_path)
+        again = AutoModel.from_pretrained(tmp_path)
+        for a, b in zip(direct_chunks(model, processor, DOCS), direct_chunks(again, processor, DOCS)):
+            assert torch.equal(a, b)
+
+
+class TestSentenceTransformers:
+    def test_encode_document_matches_transformers(self, built, family):
+        path, model, processor = built[family]
+        st = ContextEmbedSentenceTransformer(str(path), device="cpu")
+        got = st.encode_document([["the lease is for one year", "rent is two", "she is the tenant"], ["one"],
+                                  ("a b", "c d"), "plain"], output_value="token_embeddings")
+        assert [tuple(g.shape) for g in got] == [(3, 16), (1, 16), (2, 16), (1, 16)]
+        for a, b in zip(got, direct_chunks(model, processor, DOCS)):
+            assert (a.cpu() - b).abs().max() <= 1e-5
+
+    def test_batch_size_does_not_change_vectors(self, built):
+        path = built["bert"][0]
+        st = ContextEmbedSentenceTransformer(str(path), device="cpu")
+        docs = [[f"chunk {i} of {j}" for i in range(1 + j % 4)] for j in range(9)]
+        one = st.encode_document(docs, output_value="token_embeddings", batch_size=1)
+        many = st.encode_document(docs, output_value="token_embeddings", batch_size=32)
+        assert all((a - b).abs().max() <= 1e-5 for a, b in zip(one, many))
+
+    def test_query_is_one_vector(self, built):
+        st = ContextEmbedSentenceTransformer(str(built["bert"][0]), device="cpu")
+        assert st.encode_query(["who is the tenant"]).shape == (1, 16)
+
+    def test_as_chunked(self):
+        assert as_chunked([["a", "b", "c"], "d"]) == [{"text": ["a", "b", "c"]}, "d"]
+
+
+FRESH_PROCESS = """
+import json, sys
+import torch
+import contextembed
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel, AutoProcessor
+
+path = sys.argv[1]
+st = SentenceTransformer(path, trust_remote_code=False, device="cpu")
+docs = [["the lease is for one year", "rent is two", "she is the tenant"], ["one"]]
+got = st.encode_document(contextembed.as_chunked(docs), output_value="token_embeddings")
+model, processor = AutoModel.from_pretrained(path), AutoProcessor.from_pretrained(path)
+batch = processor(docs)
+with torch.inference_mode():
+    out = model(**batch).chunk_embeddings
+diff = max(float((g.cpu() - out[i, : len(g)]).abs().max()) for i, g in enumerate(got))
+print(json.dumps({"shapes": [list(g.shape) for g in got], "diff": diff}))
+"""
+
+WITHOUT_IMPORT = """
+import sys
+from sentence_transformers import SentenceTransformer
+SentenceTransformer(sys.argv[1], trust_remote_code=False, device="cpu")
+"""
+
+
+class TestFreshProcess:
+    def test_sentence_transformer_loads_with_trust_off(self, built, family):
+        path = built[family][0]
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(FRESH_PROCESS), str(path)],
+                                capture_output=True, text=True, check=True, env=_offline_env())
+        payload = json.loads(result.stdout.strip().splitlines()[-1])
+        assert payload["shapes"] == [[3, 16], [1, 16]]
+        assert payload["diff"] <= 1e-5
+
+    def test_without_import_transformers_names_the_unknown_model_type(self, built):
+        result = subprocess.run([sys.executable, "-c", WITHOUT_IMPORT, str(built["bert"][0])],
+                                capture_output=True, text=True, env=_offline_env())
+        assert result.returncode != 0
+        assert "contextembed" in result.stderr and "does not recognize this architecture" in result.stderr
+
+
+def _offline_env():
+    import os
+
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
