@@ -16,11 +16,41 @@ AutoProcessor.register(ContextEmbedConfig, ContextEmbedProcessor, exist_ok=True)
 
 from contextembed.build import build_checkpoint  # noqa: E402
 from contextembed.checkpoint import save_checkpoint  # noqa: E402
+from contextembed.chunking import Chunk, TokenWindows, chunk_text  # noqa: E402
+from contextembed.encoder import ChunkedEmbeddings, ContextEmbedder  # noqa: E402
+from contextembed.quantization import PRECISIONS, quantize  # noqa: E402
+from contextembed.scoring import maxsim, top_k  # noqa: E402
+from contextembed.search import SearchResult, exact_search  # noqa: E402
 from contextembed.st import ContextEmbedSentenceTransformer, as_chunked  # noqa: E402
 
 __version__ = "0.1.0"
 
+
+def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
+    """Load a checkpoint (local directory or Hub id); with no argument, the default model.
+
+    Keyword arguments go to `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`, `token`,
+    `cache_dir`, `local_files_only`, `attn_implementation`).
+    """
+    if path_or_id is None:
+        from contextembed.default_model import default_model_path
+
+        path_or_id = default_model_path()
+    return ContextEmbedder.from_pretrained(path_or_id, **kwargs)
+
 __all__ = [
+    "PRECISIONS",
+    "Chunk",
+    "ChunkedEmbeddings",
+    "ContextEmbedder",
+    "SearchResult",
+    "TokenWindows",
+    "chunk_text",
+    "exact_search",
+    "load",
+    "maxsim",
+    "quantize",
+    "top_k",
     "ContextEmbedConfig",
     "ContextEmbedModel",
     "ContextEmbedProcessor",

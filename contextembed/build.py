@@ -29,6 +29,7 @@ def build_checkpoint(
     document_prefix: str = "",
     window_head_tokens: int = 0,
     chunk_token: str = DEFAULT_CHUNK_TOKEN,
+    card: dict | None = None,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Wrap a backbone for late chunking: add the separator token and the projection, then save.
 
@@ -42,6 +43,7 @@ def build_checkpoint(
         query_prefix / document_prefix: text put before queries / documents.
         window_head_tokens: opening tokens carried into every later window of a long document.
         chunk_token: the separator token to add.
+        card: model-card fields (`title`, `summary`, `base_model`, `results`, `limitations`, ...).
 
     Returns:
         The model (fp32, eval mode) and its processor.
@@ -96,7 +98,7 @@ def build_checkpoint(
         max_length=config.window_length,
     )
     if output_dir is not None:
-        save_checkpoint(model, processor, output_dir)
+        save_checkpoint(model, processor, output_dir, card=card)
     return model, processor
 
 

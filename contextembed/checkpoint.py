@@ -44,8 +44,13 @@ SENTENCE_BERT_CONFIG = {
 }
 
 
-def save_checkpoint(model: ContextEmbedModel, processor: ContextEmbedProcessor, output_dir: str | Path) -> Path:
-    """Save model, processor, sentence-transformers files and the model card into `output_dir`."""
+def save_checkpoint(
+    model: ContextEmbedModel, processor: ContextEmbedProcessor, output_dir: str | Path, card: dict | None = None
+) -> Path:
+    """Save model, processor, sentence-transformers files and the model card into `output_dir`.
+
+    `card` holds model-card fields for `render_model_card` (title, summary, base_model, results, ...).
+    """
     from contextembed.model_card import render_model_card
 
     output_dir = Path(output_dir)
@@ -53,7 +58,7 @@ def save_checkpoint(model: ContextEmbedModel, processor: ContextEmbedProcessor, 
     model.save_pretrained(output_dir)
     processor.save_pretrained(output_dir)
     write_sentence_transformers_files(output_dir, model.config)
-    (output_dir / "README.md").write_text(render_model_card(model.config, processor), encoding="utf-8")
+    (output_dir / "README.md").write_text(render_model_card(model.config, processor, **(card or {})), encoding="utf-8")
     return output_dir
 
 

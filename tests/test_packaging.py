@@ -1,4 +1,9 @@
-"""`modeling/` ships as `contextembed.modeling`, never as a top-level `modeling` package."""
+"""`modeling/` ships as `contextembed.modeling`, never as a top-level `modeling` package.
+
+Each install goes into its own throwaway virtual environment that sees this environment's
+packages (torch, transformers, ...) after its own, so the test never touches the environment
+it runs in.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
-import site, sys
-site.addsitedir(sys.argv[1])
 import contextembed, contextembed.modeling
 from contextembed.modeling import ContextEmbedModel
 print(contextembed.modeling.__file__)
@@ -24,20 +27,29 @@ except ImportError:
 """
 
 
-def _pip(*args, cwd=ROOT):
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", *args],
-                   cwd=cwd, check=True, capture_output=True)
+def _venv(tmp_path: Path) -> Path:
+    """A venv whose own site-packages come first, then this environment's (through a .pth file)."""
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    (site_packages,) = env.glob("lib/python*/site-packages")
+    outer = [p for p in sys.path if p.endswith("site-packages")]
+    (site_packages / "zz_outer.pth").write_text("\n".join(outer) + "\n")
+    return env / "bin" / "python"
 
 
-def _probe(site_dir: Path, tmp_path: Path) -> list[str]:
-    result = subprocess.run([sys.executable, "-I", "-c", PROBE, str(site_dir)], cwd=tmp_path, check=True,
-                            capture_output=True, text=True)
+def _install(python: Path, *args: str) -> None:
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", *args],
+                   check=True, capture_output=True)
+
+
+def _probe(python: Path, cwd: Path) -> list[str]:
+    result = subprocess.run([str(python), "-c", PROBE], cwd=cwd, check=True, capture_output=True, text=True)
     return result.stdout.strip().splitlines()
 
 
 @pytest.mark.slow
 def test_wheel_install(tmp_path):
-    wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
+    wheel_dir = tmp_path / "wheel"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "-w", str(wheel_dir), str(ROOT)], check=True, capture_output=True)
     (wheel,) = wheel_dir.glob("contextembed-*.whl")
@@ -45,17 +57,19 @@ def test_wheel_install(tmp_path):
     assert "contextembed/modeling/modeling_contextembed.py" in names
     assert "contextembed/model_card_template.md" in names
     assert not any(name.startswith("modeling/") for name in names)
-    _pip("--target", str(target), str(wheel))
-    lines = _probe(target, tmp_path)
-    assert Path(lines[0]).resolve() == (target / "contextembed" / "modeling" / "__init__.py").resolve()
+    python = _venv(tmp_path)
+    _install(python, str(wheel))
+    lines = _probe(python, tmp_path)
+    assert Path(lines[0]).parts[-4:] == ("site-packages", "contextembed", "modeling", "__init__.py")
+    assert str(tmp_path) in lines[0]
     assert lines[1] == "no top-level modeling"
 
 
 @pytest.mark.slow
 def test_editable_install(tmp_path):
-    prefix = tmp_path / "prefix"
-    _pip("--prefix", str(prefix), "-e", str(ROOT))
-    (site_dir,) = prefix.glob("lib/python*/site-packages")
-    lines = _probe(site_dir, tmp_path)
+    python = _venv(tmp_path)
+    _install(python, "-e", str(ROOT))
+    assert list((tmp_path / "venv").glob("lib/python*/site-packages/__editable__*contextembed*"))
+    lines = _probe(python, tmp_path)
     assert Path(lines[0]).resolve() == (ROOT / "modeling" / "__init__.py").resolve()
     assert lines[1] == "no top-level modeling"

@@ -1,0 +1,146 @@
+"""Split raw text into chunks that remember where they came from.
+
+Every chunker returns `Chunk`s with `text == source[start:end]`, so a caller can show a hit in
+its context. Sentences come from blingfire (a maintained, fast sentence splitter), token
+windows from the model's own tokenizer offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+CHUNKERS = ("sentences", "paragraphs", "markdown", "tokens")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document: its text and its character span in the original string."""
+
+    text: str
+    start: int
+    end: int
+
+
+def split_sentences(text: str) -> list[Chunk]:
+    """One chunk per sentence (blingfire).
+
+    >>> [c.text for c in split_sentences("Rent is due on the first. The tenant paid $5.50 today!")]
+    ['Rent is due on the first.', 'The tenant paid $5.50 today!']
+    """
+    import blingfire
+
+    if not text.strip():
+        return []
+    _, spans = blingfire.text_to_sentences_and_offsets(text)
+    return [Chunk(text[start:end], start, end) for start, end in spans if text[start:end].strip()]
+
+
+def split_paragraphs(text: str) -> list[Chunk]:
+    """One chunk per block of text between blank lines.
+
+    >>> [(c.text, c.start) for c in split_paragraphs("First one.\\n\\n  Second\\nline.\\n")]
+    [('First one.', 0), ('Second\\nline.', 14)]
+    """
+    breaks = list(re.finditer(r"\n[ \t]*\n", text))
+    starts = [0] + [m.end() for m in breaks]
+    ends = [m.start() for m in breaks] + [len(text)]
+    return _strip_spans(text, list(zip(starts, ends)))
+
+
+def split_markdown_sections(text: str) -> list[Chunk]:
+    """One chunk per markdown section: a heading line (`#` to `######`) and the text up to the next heading.
+
+    >>> [c.text for c in split_markdown_sections("Intro.\\n# Rent\\nIs due.\\n## Late fees\\nTen dollars.")]
+    ['Intro.', '# Rent\\nIs due.', '## Late fees\\nTen dollars.']
+    """
+    starts = [m.start() for m in re.finditer(r"^#{1,6}[ \t]", text, flags=re.M)]
+    bounds = sorted({0, *starts, len(text)})
+    return _strip_spans(text, list(zip(bounds[:-1], bounds[1:])))
+
+
+class TokenWindows:
+    """Windows of `size` tokens of the model's tokenizer, consecutive windows sharing `overlap` tokens."""
+
+    def __init__(self, size: int = 128, overlap: int = 0):
+        if not isinstance(size, int) or size <= 0:
+            raise ValueError(f"size must be a positive integer, got {size!r}")
+        if not isinstance(overlap, int) or not 0 <= overlap < size:
+            raise ValueError(f"overlap must be an integer in [0, size), got {overlap!r}")
+        self.size, self.overlap = size, overlap
+
+    def __call__(self, text: str, tokenizer) -> list[Chunk]:
+        if tokenizer is None:
+            raise ValueError("the 'tokens' chunker needs the model's tokenizer")
+        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        offsets = [(s, e) for s, e in offsets if e > s]
+        chunks = []
+        for first in range(0, len(offsets), self.size - self.overlap):
+            window = offsets[first : first + self.size]
+            chunks.append(Chunk(text[window[0][0] : window[-1][1]], window[0][0], window[-1][1]))
+            if first + self.size >= len(offsets):
+                break
+        return chunks
+
+    def __repr__(self) -> str:
+        return f"TokenWindows(size={self.size}, overlap={self.overlap})"
+
+
+ChunkerLike = str | TokenWindows | Callable[[str], Sequence]
+
+
+def chunk_text(text: str, chunker: ChunkerLike = "sentences", tokenizer=None) -> list[Chunk]:
+    """Split `text` with a named chunker (`CHUNKERS`), a `TokenWindows`, or any callable.
+
+    A callable may return strings (found in order in `text`), `(start, end)` spans or `Chunk`s.
+
+    >>> [c.start for c in chunk_text("ab ab", lambda t: ["ab", "ab"])]
+    [0, 3]
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"raw text must be a str, got {type(text).__name__}")
+    if isinstance(chunker, str):
+        if chunker not in CHUNKERS:
+            raise ValueError(f"chunker must be one of {CHUNKERS} or a callable, got {chunker!r}")
+        if chunker == "tokens":
+            return TokenWindows()(text, tokenizer)
+        return {"sentences": split_sentences, "paragraphs": split_paragraphs,
+                "markdown": split_markdown_sections}[chunker](text)
+    if isinstance(chunker, TokenWindows):
+        return chunker(text, tokenizer)
+    if not callable(chunker):
+        raise ValueError(f"chunker must be one of {CHUNKERS} or a callable, got {type(chunker).__name__}")
+    return _locate(text, chunker(text))
+
+
+def _locate(text: str, pieces: Sequence) -> list[Chunk]:
+    chunks, cursor = [], 0
+    for i, piece in enumerate(pieces):
+        if isinstance(piece, Chunk):
+            start, end = piece.start, piece.end
+        elif isinstance(piece, str):
+            start = text.find(piece, cursor)
+            if start < 0:
+                raise ValueError(f"chunk {i} returned by the chunker is not in the text after offset {cursor}")
+            end = start + len(piece)
+        elif isinstance(piece, (tuple, list)) and len(piece) == 2:
+            start, end = piece
+        else:
+            raise ValueError(f"a chunker must return strings, (start, end) spans or Chunks; chunk {i} is {piece!r}")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)):
+            raise ValueError(f"chunk {i} has span ({start}, {end}) outside the text of length {len(text)}")
+        chunks.append(Chunk(text[start:end], start, end))
+        cursor = end
+    return chunks
+
+
+def _strip_spans(text: str, spans: list[tuple[int, int]]) -> list[Chunk]:
+    chunks = []
+    for start, end in spans:
+        piece = text[start:end]
+        if piece.strip():
+            start += len(piece) - len(piece.lstrip())
+            end -= len(piece) - len(piece.rstrip())
+            chunks.append(Chunk(text[start:end], start, end))
+    return chunks

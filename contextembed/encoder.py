@@ -1,0 +1,261 @@
+"""The user-facing encoder: `encode_documents` and `encode_queries` over a contextembed checkpoint.
+
+A thin facade: tokenisation is the processor's, late chunking and long-document windows are the
+model's, quantisation and scoring are pure functions elsewhere. What lives here is batching by
+token budget (documents sorted by length, no pad-to-max), devices, dtypes and output formats.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from contextembed.chunking import Chunk, ChunkerLike, chunk_text
+from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
+from contextembed.quantization import PRECISIONS, quantize
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ChunkedEmbeddings:
+    """A raw-text document after chunking: one vector per chunk, with the chunk texts and offsets."""
+
+    embeddings: np.ndarray | torch.Tensor  # (n_chunks, D)
+    chunks: list[Chunk]
+
+
+class ContextEmbedder:
+    """Encode documents (lists of chunks, or raw text with a chunker) and queries.
+
+    Build it with `contextembed.load(...)` or `ContextEmbedder.from_pretrained(...)`.
+    """
+
+    def __init__(self, model: ContextEmbedModel, processor: ContextEmbedProcessor, device: str | None = None):
+        self.model = model.eval()
+        self.processor = processor
+        if device is not None:
+            self.model.to(device)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path_or_id: str | Path,
+        *,
+        device: str | None = None,
+        dtype: torch.dtype | str | None = None,
+        revision: str | None = None,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        attn_implementation: str | None = None,
+    ) -> ContextEmbedder:
+        """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache)."""
+        from contextembed.hub import resolve_checkpoint
+
+        path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
+                                  local_files_only=local_files_only)
+        kwargs = {"dtype": _dtype(dtype)}
+        if attn_implementation is not None:
+            kwargs["attn_implementation"] = attn_implementation
+        model = ContextEmbedModel.from_pretrained(path, **kwargs)
+        processor = ContextEmbedProcessor.from_pretrained(path)
+        return cls(model, processor, device=device)
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dim(self) -> int:
+        """Size of the vectors returned by default (the full, un-cut size)."""
+        return self.config.output_dim or self.config.full_dim
+
+    def encode_documents(
+        self,
+        documents: Sequence[Sequence[str] | str],
+        *,
+        chunker: ChunkerLike | None = None,
+        titles: Sequence[str | None] | None = None,
+        batch_size: int = 32,
+        max_tokens_per_batch: int = 16384,
+        show_progress_bar: bool | None = None,
+        convert_to_tensor: bool = False,
+        dim: int | None = None,
+        precision: str = "float32",
+        normalize: bool = True,
+        long_documents: str = "window",
+    ) -> list[np.ndarray] | list[ChunkedEmbeddings]:
+        """Embed every chunk of every document with the whole document in view.
+
+        Args:
+            documents: each a list of chunk strings (kept exactly), or a raw string. A raw string is one chunk
+                unless `chunker` is given.
+            chunker: `"sentences"`, `"paragraphs"`, `"markdown"`, `"tokens"`, a `TokenWindows` or a callable;
+                documents must then be raw strings, and each result carries its chunk texts and offsets.
+            titles: optional text per document, kept as context in every window and never pooled.
+            batch_size: most documents per forward pass.
+            max_tokens_per_batch: most padded tokens per forward pass (documents are sorted by length).
+            show_progress_bar: `None` shows it when there are more than 8 batches.
+            convert_to_tensor: return torch tensors instead of numpy arrays.
+            dim: Matryoshka size (one of the checkpoint's dims); cut, then re-normalised.
+            precision: one of `PRECISIONS`; int8/uint8/binary/ubinary use the checkpoint's fixed scheme.
+            normalize: L2-normalise the vectors (required for the quantised precisions).
+            long_documents: `"window"` (overlapping windows past the model's length) or `"error"`.
+
+        Returns:
+            One `(n_chunks, dim)` array per document, in input order; with a chunker, one `ChunkedEmbeddings` each.
+        """
+        if isinstance(documents, str):
+            raise ValueError("documents must be a list of documents; wrap a single document in a list")
+        chunk_lists = None
+        if chunker is not None:
+            chunk_lists = []
+            for i, text in enumerate(documents):
+                if not isinstance(text, str):
+                    raise ValueError(f"with a chunker, document {i} must be raw text (str), got "
+                                     f"{type(text).__name__}")
+                chunks = chunk_text(text, chunker, tokenizer=self.processor.tokenizer)
+                if not chunks:
+                    raise ValueError(f"document {i} produced no chunks (it is empty or only whitespace)")
+                chunk_lists.append(chunks)
+            documents = [[c.text for c in chunks] for chunks in chunk_lists]
+        vectors = self._encode(documents, task="document", titles=titles, batch_size=batch_size,
+                               max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
+                               dim=dim, precision=precision, normalize=normalize, long_documents=long_documents)
+        vectors = [self._convert(v, convert_to_tensor) for v in vectors]
+        if chunk_lists is None:
+            return vectors
+        return [ChunkedEmbeddings(v, chunks) for v, chunks in zip(vectors, chunk_lists)]
+
+    def encode_queries(
+        self,
+        queries: Sequence[str],
+        *,
+        batch_size: int = 32,
+        max_tokens_per_batch: int = 16384,
+        show_progress_bar: bool | None = None,
+        convert_to_tensor: bool = False,
+        dim: int | None = None,
+        precision: str = "float32",
+        normalize: bool = True,
+    ) -> np.ndarray | torch.Tensor:
+        """Embed queries (with the checkpoint's query prefix): one `(n_queries, dim)` array."""
+        if isinstance(queries, str):
+            raise ValueError("queries must be a list of strings; wrap a single query in a list")
+        for i, query in enumerate(queries):
+            if not isinstance(query, str):
+                raise ValueError(f"query {i} must be a str, got {type(query).__name__}")
+        vectors = self._encode([[q] for q in queries], task="query", titles=None, batch_size=batch_size,
+                               max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
+                               dim=dim, precision=precision, normalize=normalize, long_documents="window")
+        return self._convert(np.concatenate(vectors) if vectors else np.zeros((0, dim or self.dim), np.float32),
+                             convert_to_tensor)
+
+    def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, dim,
+                precision, normalize, long_documents) -> list[np.ndarray]:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if dim is not None and dim not in self.config.allowed_dims:
+            raise ValueError(f"dim must be one of {self.config.allowed_dims}, got {dim!r}")
+        if precision != "float32" and not normalize:
+            raise ValueError(f"precision={precision!r} codes unit vectors: keep normalize=True")
+        for name, value in (("batch_size", batch_size), ("max_tokens_per_batch", max_tokens_per_batch)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if len(documents) == 0:
+            return []
+
+        rows = self.processor.encode_documents(documents, task=task, titles=titles, long_documents=long_documents)
+        batches = token_budget_batches([len(r["input_ids"]) for r in rows], batch_size, max_tokens_per_batch)
+        if show_progress_bar is None:
+            show_progress_bar = len(batches) > 8
+        results: list[np.ndarray | None] = [None] * len(rows)
+        progress = _progress(batches, show_progress_bar, "documents" if task == "document" else "queries")
+        with torch.inference_mode():
+            for batch_indices in progress:
+                features = self.processor.pad([rows[i] for i in batch_indices])
+                features = {k: v.to(self.device) for k, v in features.items()}
+                out = self.model(**features, normalize=False)
+                vectors = out.chunk_embeddings  # (B, C, full D), projected, not yet cut or normalised
+                if dim is not None:
+                    vectors = vectors[..., :dim]
+                if normalize:
+                    vectors = F.normalize(vectors, dim=-1)
+                vectors = vectors.float().cpu().numpy()
+                for row, i in enumerate(batch_indices):
+                    results[i] = vectors[row, : rows[i]["num_chunks"]]
+        if precision != "float32":
+            results = [quantize(v, precision, self.config.int8_clip_sigmas) for v in results]
+        return results
+
+    def _convert(self, array: np.ndarray, convert_to_tensor: bool):
+        return torch.from_numpy(array) if convert_to_tensor else array
+
+    def save_pretrained(self, output_dir: str | Path) -> Path:
+        """Save as a checkpoint loadable by contextembed, transformers and sentence-transformers."""
+        from contextembed.checkpoint import save_checkpoint
+
+        return save_checkpoint(self.model, self.processor, output_dir)
+
+    def push_to_hub(self, repo_id: str, *, private: bool | None = None, token: str | None = None,
+                    commit_message: str = "Upload contextembed checkpoint") -> str:
+        """Save to a temporary folder and upload it with `huggingface_hub.HfApi.upload_folder`."""
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            self.save_pretrained(tmp)
+            return api.upload_folder(folder_path=tmp, repo_id=repo_id, commit_message=commit_message)
+
+
+def token_budget_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Group indices by length (longest first) so each batch pads to at most `max_tokens` tokens.
+
+    A document longer than `max_tokens` forms a batch of its own.
+
+    >>> token_budget_batches([5, 100, 7, 6], batch_size=8, max_tokens=21)
+    [[1], [2, 3, 0]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        current = batches[-1] if batches else None
+        # Sorted longest first, so the first member of a batch sets its padded length.
+        if current and len(current) < batch_size and lengths[current[0]] * (len(current) + 1) <= max_tokens:
+            current.append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _progress(batches, show: bool, unit: str):
+    if not show:
+        return batches
+    from tqdm.auto import tqdm
+
+    return tqdm(batches, desc=f"Encoding {unit}", unit="batch")
+
+
+def _dtype(dtype):
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, str):
+        if dtype == "auto":
+            return "auto"
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ValueError(f"dtype must be a torch dtype or its name (e.g. 'bfloat16'), got {dtype!r}")
+        return getattr(torch, dtype)
+    return dtype

@@ -1,0 +1,63 @@
+"""Deterministic int8 / uint8 / binary codes for unit vectors, with the scheme stored in the checkpoint.
+
+sentence-transformers' `precision="int8"` calibrates ranges on each call, so the same text gets
+different codes in different calls. Here the scale depends only on the dimension and the
+checkpoint's `int8_clip_sigmas`: a unit vector's coordinates have standard deviation about
+1/sqrt(d), and the code range [-127, 127] covers `int8_clip_sigmas` of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
+    """Multiplier that maps a coordinate of a unit vector of size `dim` to int8 code units.
+
+    >>> round(int8_scale(4, clip_sigmas=2.0), 3)
+    127.0
+    """
+    return 127.0 * math.sqrt(dim) / clip_sigmas
+
+
+def quantize(embeddings: np.ndarray, precision: str, clip_sigmas: float = 5.0) -> np.ndarray:
+    """Code float vectors (..., d) at `precision`; the same vector always gets the same code.
+
+    int8: `clip(round(x * 127 * sqrt(d) / clip_sigmas), -127, 127)`; uint8: that plus 128.
+    ubinary: sign bits `x > 0` packed into d/8 uint8; binary: the same bytes minus 128, as int8.
+
+    >>> x = np.array([[0.5, -0.5, 0.5, -0.5]], dtype=np.float32)
+    >>> quantize(x, "int8", clip_sigmas=2.0).tolist()
+    [[64, -64, 64, -64]]
+    >>> quantize(x, "uint8", clip_sigmas=2.0).tolist()
+    [[192, 64, 192, 64]]
+    >>> quantize(np.array([[1, -1, 1, 1, -1, -1, -1, 1.0]]), "ubinary").tolist()
+    [[177]]
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    if precision == "float32":
+        return embeddings
+    dim = embeddings.shape[-1]
+    if precision in ("int8", "uint8"):
+        codes = np.clip(np.rint(embeddings * int8_scale(dim, clip_sigmas)), -127, 127).astype(np.int8)
+        return codes if precision == "int8" else (codes.astype(np.int16) + 128).astype(np.uint8)
+    if dim % 8:
+        raise ValueError(f"binary precision needs a dimension divisible by 8, got {dim}")
+    bits = np.packbits(embeddings > 0, axis=-1)
+    return bits if precision == "ubinary" else (bits.astype(np.int16) - 128).astype(np.int8)
+
+
+def dequantize_int8(codes: np.ndarray, clip_sigmas: float = 5.0) -> np.ndarray:
+    """Approximate float vectors back from int8 codes (for inspection; search scores codes directly).
+
+    >>> [round(float(v), 3) for v in dequantize_int8(np.array([64, -64, 64, -64], dtype=np.int8), clip_sigmas=2.0)]
+    [0.504, -0.504, 0.504, -0.504]
+    """
+    codes = np.asarray(codes)
+    return codes.astype(np.float32) / int8_scale(codes.shape[-1], clip_sigmas)
