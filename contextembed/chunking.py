@@ -34,7 +34,7 @@ def split_sentences(text: str) -> list[Chunk]:
     if not text.strip():
         return []
     _, spans = blingfire.text_to_sentences_and_offsets(text)
-    return [Chunk(text[start:end], start, end) for start, end in spans if text[start:end].strip()]
+    return _strip_spans(text, spans)
 
 
 def split_paragraphs(text: str) -> list[Chunk]:

@@ -68,14 +68,7 @@ def default_model_path(cache_dir: str | Path | None = None) -> Path:
             staging,
             max_seq_length=512,
             window_head_tokens=WINDOW_HEAD_TOKENS,
-            card={
-                "model_id": str(target),
-                "title": DEFAULT_MODEL_NAME,
-                "summary": SUMMARY,
-                "base_model": "sentence-transformers/all-MiniLM-L6-v2",
-                "limitations": LIMITATIONS,
-                "results": default_model_results(),
-            },
+            card=default_model_card_fields(),
         )
         try:
             staging.rename(target)
@@ -87,9 +80,39 @@ def default_model_path(cache_dir: str | Path | None = None) -> Path:
     return target
 
 
+def default_model_card_fields() -> dict:
+    """How the card of the default model differs from a generic checkpoint's."""
+    return {
+        "title": DEFAULT_MODEL_NAME,
+        "summary": SUMMARY + " `contextembed.load()` with no argument builds and loads it.",
+        "base_model": "sentence-transformers/all-MiniLM-L6-v2",
+        "model_ref": "str(default_model_path())",
+        "ref_import": "from contextembed.default_model import default_model_path\n",
+        "load_args": "",
+        "limitations": LIMITATIONS,
+        "results": default_model_results(),
+    }
+
+
+def render_default_model_card() -> str:
+    """The default model's card, as `MODEL_CARD.md` holds it (`python -m contextembed.default_model`)."""
+    from contextembed.model_card import render_model_card
+    from contextembed.modeling import ContextEmbedProcessor
+
+    path = default_model_path()
+    from contextembed.modeling import ContextEmbedConfig
+
+    return render_model_card(ContextEmbedConfig.from_pretrained(path), ContextEmbedProcessor.from_pretrained(path),
+                             **default_model_card_fields())
+
+
 def default_model_results() -> str:
     """The measured results table for the default model (kept in the package, written by `contextembed evaluate`)."""
     from importlib.resources import files
 
     resource = files("contextembed").joinpath("default_model_results.md")
     return resource.read_text(encoding="utf-8").strip() if resource.is_file() else "Not yet measured."
+
+
+if __name__ == "__main__":
+    print(render_default_model_card(), end="")

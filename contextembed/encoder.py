@@ -60,9 +60,9 @@ class ContextEmbedder:
         """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache)."""
         from contextembed.hub import resolve_checkpoint
 
+        kwargs = {"dtype": _dtype(dtype)}
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
-        kwargs = {"dtype": _dtype(dtype)}
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
         model = ContextEmbedModel.from_pretrained(path, **kwargs)

@@ -21,6 +21,9 @@ def render_model_card(
     processor=None,
     *,
     model_id: str = "path/to/checkpoint",
+    model_ref: str | None = None,
+    ref_import: str = "",
+    load_args: str | None = None,
     title: str = "contextembed checkpoint",
     summary: str = DEFAULT_SUMMARY,
     base_model: str = "unknown",
@@ -28,7 +31,11 @@ def render_model_card(
     results: str = NO_RESULTS,
     limitations: str = DEFAULT_LIMITATIONS,
 ) -> str:
-    """Fill the card template from a `ContextEmbedConfig` (and its processor, for the special tokens)."""
+    """Fill the card template from a `ContextEmbedConfig` (and its processor, for the special tokens).
+
+    `model_id` is the Hub id or path shown in the snippets; `model_ref` (a Python expression), `ref_import`
+    and `load_args` override how the snippets refer to the checkpoint.
+    """
     text_config = config.text_config
     dim = config.output_dim or config.full_dim
     wrapping = "none"
@@ -42,7 +49,9 @@ def render_model_card(
         "base_model": base_model,
         "title": title,
         "summary": summary,
-        "model_id": model_id,
+        "model_ref": model_ref or repr(model_id).replace("'", '"'),
+        "ref_import": ref_import,
+        "load_args": repr(model_id).replace("'", '"') if load_args is None else load_args,
         "chunk_token": config.chunk_token,
         "chunk_token_id": config.chunk_token_id,
         "dim": dim,

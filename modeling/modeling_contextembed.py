@@ -100,21 +100,22 @@ def plan_windows(
     >>> plan_windows([(0, 2), (2, 4), (4, 6)], length=6, budget=4, overlap=0.5)
     ([(0, 4), (2, 6)], [0, 0, 1])
     """
-    edges = sorted({0, length, *(s for s, _ in piece_spans), *(e for _, e in piece_spans)})
+    starts = sorted({0, *(s for s, _ in piece_spans)})  # windows start at a piece's first token ...
+    ends = sorted({length, *(e for _, e in piece_spans)})  # ... and end after a piece's last token
     stride_back = int(budget * overlap)
+
+    def reach(start: int) -> int:
+        return max(e for e in ends if e <= start + budget)
+
     windows: list[tuple[int, int]] = []
     start = 0
     while True:
-        end = max(e for e in edges if e <= start + budget)
+        end = reach(start)
         windows.append((start, end))
         if end >= length:
             break
         # Step back from the end by the overlap, but always move forward and always cover new tokens.
-        candidates = [e for e in edges if max(start + 1, end - stride_back) <= e <= end]
-        for next_start in candidates:
-            if max(e for e in edges if e <= next_start + budget) > end:
-                break
-        start = next_start
+        start = next(s for s in starts if s > start and s >= end - stride_back and reach(s) > end)
 
     best: list[int] = []
     for s, e in piece_spans:

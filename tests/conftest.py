@@ -98,3 +98,24 @@ def model_and_processor(built, family):
 @pytest.fixture
 def checkpoint_dir(built, family):
     return built[family][0]
+
+
+@pytest.fixture(scope="session")
+def default_model_cache(tmp_path_factory):
+    """Build the real default model (packaged MiniLM) once, into a throwaway cache."""
+    cache = tmp_path_factory.mktemp("contextembed-cache")
+    previous = os.environ.get("CONTEXTEMBED_CACHE")
+    os.environ["CONTEXTEMBED_CACHE"] = str(cache)
+    from contextembed.default_model import default_model_path
+
+    default_model_path()
+    yield cache
+    if previous is None:
+        os.environ.pop("CONTEXTEMBED_CACHE", None)
+    else:
+        os.environ["CONTEXTEMBED_CACHE"] = previous
+
+
+@pytest.fixture(scope="session")
+def default_encoder(default_model_cache):
+    return contextembed.load()

@@ -1,0 +1,129 @@
+"""Documents longer than the window: overlapping windows on chunk boundaries, one vector per chunk."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from contextembed.modeling.modeling_contextembed import plan_windows
+
+WORDS = "the lease rent tenant street company she table row section rule date year revision".split()
+
+
+def long_document(n_chunks: int, words_per_chunk: int = 5, seed: int = 0) -> list[str]:
+    g = torch.Generator().manual_seed(seed)
+    return [" ".join(WORDS[int(i)] for i in torch.randint(len(WORDS), (words_per_chunk,), generator=g))
+            for _ in range(n_chunks)]
+
+
+def run(model, processor, docs, **kwargs):
+    batch = processor(docs, **kwargs)
+    with torch.inference_mode():
+        out = model(**batch)
+    return [out.chunk_embeddings[i, : int(n)] for i, n in enumerate(batch["attention_mask"].sum(1))]
+
+
+def oracle(model, processor, chunks):
+    """Each chunk pooled from the sub-document its planned window holds, run as an ordinary single pass."""
+    rows = processor.encode_documents([chunks])[0]
+    lead = rows["chunk_ids"].index(0)
+    tail = len(rows["chunk_ids"]) - max(i for i, c in enumerate(rows["chunk_ids"]) if c >= 0) - 1
+    lengths = [len(processor.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in chunks]
+    spans, position = [], 0
+    for length in lengths:
+        spans.append((position, position + length))
+        position += length + 1
+    body = position - 1
+    budget = model.config.window_length - lead - tail
+    windows, owner = plan_windows(spans, body, budget, model.config.window_overlap)
+    expected = []
+    for i, w in enumerate(owner):
+        ws, we = windows[w]
+        members = [j for j, (s, e) in enumerate(spans) if ws <= s and e <= we]
+        sub = run(model, processor, [[chunks[j] for j in members]])[0]
+        expected.append(sub[members.index(i)])
+    return torch.stack(expected), len(windows)
+
+
+class TestWindows:
+    def test_long_document_matches_window_oracle(self, model_and_processor):
+        model, processor = model_and_processor
+        chunks = long_document(30)
+        got = run(model, processor, [chunks])[0]
+        expected, n_windows = oracle(model, processor, chunks)
+        assert n_windows > 2
+        assert got.shape == (30, 16)
+        assert (got - expected).abs().max() <= 1e-5
+
+    def test_document_that_fits_is_one_pass(self, model_and_processor):
+        model, processor = model_and_processor
+        chunks = long_document(4)
+        batch = processor([chunks])
+        assert batch["input_ids"].shape[1] <= model.config.window_length
+        with torch.inference_mode():
+            assert model(**batch).last_hidden_state is not None
+
+    def test_long_and_short_documents_in_one_batch(self, model_and_processor):
+        model, processor = model_and_processor
+        docs = [long_document(3, seed=1), long_document(40, seed=2), long_document(1, seed=3)]
+        together = run(model, processor, docs)
+        alone = [run(model, processor, [doc])[0] for doc in docs]
+        assert [len(t) for t in together] == [3, 40, 1]
+        for a, b in zip(together, alone):
+            assert (a - b).abs().max() <= 1e-5
+
+    def test_chunk_longer_than_a_window_is_split_and_averaged(self, model_and_processor):
+        model, processor = model_and_processor
+        giant = " ".join(long_document(1, words_per_chunk=150)[0].split())
+        out = run(model, processor, [["short start", giant, "short end"]])[0]
+        assert out.shape == (3, 16)
+        assert torch.isfinite(out).all() and torch.allclose(out.norm(dim=-1), torch.ones(3), atol=1e-5)
+
+    def test_windowed_chunks_keep_document_context(self, model_and_processor):
+        model, processor = model_and_processor
+        chunks = long_document(30)
+        edited = chunks[:27] + ["she is the company"] + chunks[28:]
+        a, b = run(model, processor, [chunks])[0], run(model, processor, [edited])[0]
+        assert (a[26] - b[26]).abs().max() > 1e-4  # a neighbour in the same window sees the edit
+        assert (a[0] - b[0]).abs().max() == 0  # a chunk whose window ends before the edit does not
+
+    def test_head_tokens_carry_the_opening_into_later_windows(self, model_and_processor):
+        model, processor = model_and_processor
+        chunks = long_document(30)
+        edited = ["she is the company"] + chunks[1:]
+        without = [run(model, processor, [d])[0] for d in (chunks, edited)]
+        assert (without[0][-1] - without[1][-1]).abs().max() == 0  # the last window never sees the opening
+
+        carrying = copy.deepcopy(model)
+        carrying.config.window_head_tokens = 6
+        with_head = [run(carrying, processor, [d])[0] for d in (chunks, edited)]
+        assert (with_head[0][-1] - with_head[1][-1]).abs().max() > 1e-4
+        assert with_head[0].shape == (30, 16)
+
+    def test_titles_are_in_every_window(self, model_and_processor):
+        model, processor = model_and_processor
+        chunks = long_document(30)
+        a = run(model, processor, [chunks], titles=["lease of one street"])[0]
+        b = run(model, processor, [chunks], titles=["table of a company"])[0]
+        assert a.shape == (30, 16)
+        assert (a[-1] - b[-1]).abs().max() > 1e-4
+
+
+class TestPlan:
+    @pytest.mark.parametrize("overlap", [0.0, 0.25, 0.5, 0.75])
+    def test_every_piece_in_exactly_one_owner_window_that_contains_it(self, overlap):
+        g = torch.Generator().manual_seed(1)
+        spans, position = [], 0
+        for _ in range(50):
+            length = int(torch.randint(1, 12, (1,), generator=g))
+            spans.append((position, position + length))
+            position += length + 1
+        windows, owner = plan_windows(spans, position - 1, 32, overlap)
+        assert len(owner) == len(spans)
+        for (s, e), w in zip(spans, owner):
+            assert windows[w][0] <= s and e <= windows[w][1]
+        assert all(we - ws <= 32 for ws, we in windows)
+        assert windows[0][0] == 0 and windows[-1][1] == position - 1
+        assert all(b[0] > a[0] and b[1] > a[1] for a, b in zip(windows, windows[1:]))

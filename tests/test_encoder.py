@@ -1,0 +1,138 @@
+"""The ContextEmbedder facade on a tiny model: shapes, options, determinism and clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import contextembed
+from contextembed import ChunkedEmbeddings, ContextEmbedder
+from contextembed.encoder import token_budget_batches
+
+DOCS = [["the lease", "rent is two", "she is the tenant"], ["one"], "a raw string is one chunk",
+        [f"chunk {i}" for i in range(9)]]
+
+
+@pytest.fixture
+def encoder(built):
+    path, _, _ = built["bert"]
+    return contextembed.load(str(path))
+
+
+class TestEncodeDocuments:
+    def test_one_array_per_document(self, encoder):
+        vectors = encoder.encode_documents(DOCS)
+        assert [v.shape for v in vectors] == [(3, 16), (1, 16), (1, 16), (9, 16)]
+        assert all(v.dtype == np.float32 for v in vectors)
+        assert np.allclose(np.linalg.norm(np.concatenate(vectors), axis=1), 1, atol=1e-5)
+
+    def test_batch_size_and_token_budget_do_not_change_vectors(self, encoder):
+        reference = encoder.encode_documents(DOCS, batch_size=1)
+        for kwargs in ({"batch_size": 32}, {"max_tokens_per_batch": 40}, {"batch_size": 2}):
+            for a, b in zip(reference, encoder.encode_documents(DOCS, **kwargs)):
+                assert np.abs(a - b).max() <= 1e-5
+
+    def test_matryoshka_dim_and_tensors(self, encoder):
+        vectors = encoder.encode_documents(DOCS, dim=8, convert_to_tensor=True)
+        assert all(isinstance(v, torch.Tensor) and v.shape[1] == 8 for v in vectors)
+        full = encoder.encode_documents(DOCS, normalize=False)
+        cut = full[0][:, :8] / np.linalg.norm(full[0][:, :8], axis=1, keepdims=True)
+        assert np.allclose(vectors[0].numpy(), cut, atol=1e-6)
+
+    @pytest.mark.parametrize("precision", ["int8", "uint8", "binary", "ubinary"])
+    def test_quantised_codes_are_identical_across_calls_and_batches(self, encoder, precision):
+        a = encoder.encode_documents(DOCS, precision=precision, batch_size=1)
+        b = encoder.encode_documents(list(reversed(DOCS)), precision=precision, batch_size=32)[::-1]
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+    def test_raw_text_with_a_chunker_carries_offsets(self, encoder):
+        text = "The lease is for one year. Rent is two. She is the tenant."
+        (result,) = encoder.encode_documents([text], chunker="sentences")
+        assert isinstance(result, ChunkedEmbeddings)
+        assert result.embeddings.shape == (3, 16)
+        assert [text[c.start : c.end] for c in result.chunks] == [c.text for c in result.chunks]
+
+    def test_strict_long_documents(self, encoder):
+        with pytest.raises(ValueError, match=r"document 0 has \d+ tokens, more than max_length=64"):
+            encoder.encode_documents([["one two three"] * 40], long_documents="error")
+        assert encoder.encode_documents([["one two three"] * 40])[0].shape == (40, 16)
+
+    def test_progress_bar(self, encoder, capsys):
+        encoder.encode_documents(DOCS, batch_size=1, show_progress_bar=True)
+        assert "Encoding documents" in capsys.readouterr().err
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"dim": 12}, r"dim must be one of \[8, 16\], got 12"),
+            ({"precision": "int4"}, "precision must be one of"),
+            ({"precision": "int8", "normalize": False}, "keep normalize=True"),
+            ({"batch_size": 0}, "batch_size must be a positive integer"),
+            ({"max_tokens_per_batch": -1}, "max_tokens_per_batch must be a positive integer"),
+            ({"chunker": "words"}, "chunker must be one of"),
+            ({"long_documents": "drop"}, "long_documents must be one of"),
+        ],
+    )
+    def test_bad_options(self, encoder, kwargs, message):
+        docs = ["some raw text."] if "chunker" in kwargs else DOCS
+        with pytest.raises(ValueError, match=message):
+            encoder.encode_documents(docs, **kwargs)
+
+    def test_bad_documents(self, encoder):
+        with pytest.raises(ValueError, match="wrap a single document in a list"):
+            encoder.encode_documents("just a string")
+        with pytest.raises(ValueError, match="with a chunker, document 0 must be raw text"):
+            encoder.encode_documents([["already", "chunked"]], chunker="sentences")
+        with pytest.raises(ValueError, match="document 1 produced no chunks"):
+            encoder.encode_documents(["fine.", "   "], chunker="sentences")
+        with pytest.raises(ValueError, match="document 0 is empty"):
+            encoder.encode_documents([[]])
+
+
+class TestEncodeQueries:
+    def test_queries(self, encoder):
+        q = encoder.encode_queries(["who is the tenant", "rent"])
+        assert q.shape == (2, 16)
+        one = encoder.encode_queries(["who is the tenant"])
+        assert np.abs(q[:1] - one).max() <= 1e-5
+
+    def test_query_equals_one_chunk_document_without_prefixes(self, encoder):
+        assert np.allclose(encoder.encode_queries(["rent"]), encoder.encode_documents([["rent"]])[0], atol=1e-6)
+
+    def test_query_prefix_is_applied(self, backbone_dirs, tmp_path):
+        contextembed.build_checkpoint(backbone_dirs["bert"], tmp_path, query_prefix="query: ")
+        encoder = contextembed.load(str(tmp_path))
+        assert not np.allclose(encoder.encode_queries(["rent"]), encoder.encode_documents([["rent"]])[0])
+
+    def test_bad_queries(self, encoder):
+        with pytest.raises(ValueError, match="wrap a single query in a list"):
+            encoder.encode_queries("rent")
+        with pytest.raises(ValueError, match="query 1 must be a str, got int"):
+            encoder.encode_queries(["rent", 3])
+
+    def test_scoring_end_to_end(self, encoder):
+        docs = encoder.encode_documents(DOCS)
+        scores = contextembed.maxsim(encoder.encode_queries(["rent is two"]), docs)
+        assert scores.shape == (1, 4)
+
+
+def test_token_budget_batches_cover_every_document_once():
+    lengths = [5, 90, 7, 6, 33, 33, 2, 64]
+    batches = token_budget_batches(lengths, batch_size=3, max_tokens=70)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) == 1 or max(lengths[i] for i in batch) * len(batch) <= 70
+
+
+def test_load_rejects_bad_paths(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(ValueError, match="without config.json"):
+        contextembed.load(str(tmp_path))
+    with pytest.raises(ValueError, match="is a file"):
+        contextembed.load(str(tmp_path / "file.txt"))
+    with pytest.raises(ValueError, match="neither a local directory nor a valid Hub repository id"):
+        contextembed.load("not//a valid id")
+    with pytest.raises(ValueError, match="dtype must be a torch dtype"):
+        ContextEmbedder.from_pretrained(tmp_path.parent, dtype="float77")

@@ -1,0 +1,45 @@
+"""Every example script runs and prints what its docstring promises."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run_example(name, capsys):
+    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    return capsys.readouterr().out
+
+
+def test_quickstart(default_model_cache, capsys):
+    out = run_example("quickstart.py", capsys)
+    low, high = (float(x) for x in out.splitlines()[-1].split("scores ")[1].split(" in ")[0].split(" vs "))
+    assert high > low  # the Ocean Drive copy of the identical clause wins for an Ocean Drive question
+
+
+def test_raw_text_offsets(default_model_cache, capsys):
+    assert "[" in run_example("raw_text_offsets.py", capsys)
+
+
+def test_sentence_transformers_usage(default_model_cache, capsys):
+    assert "[(3, 384), (1, 384)]" in run_example("sentence_transformers_usage.py", capsys)
+
+
+def test_int8_search(default_model_cache, capsys):
+    lines = run_example("int8_search.py", capsys).splitlines()
+    float_docs = lines[1].split("top documents: ")[1].split("  top chunks")[0]
+    int8_docs = lines[2].split("top documents: ")[1].split("  top chunks")[0]
+    assert float_docs == int8_docs
+
+
+def test_lease_questions(default_model_cache, capsys):
+    out = run_example("lease_questions.py", capsys)
+    counts = [int(line.split(": ")[1].split("/")[0]) for line in out.splitlines()[1:]]
+    assert len(counts) == 4
+    assert counts[0] > 5  # late chunking at 512 tokens beats the six-way tie of chunks encoded alone
