@@ -1,8 +1,9 @@
-"""The `contextembed` command: build, encode, search (and evaluate).
+"""The `contextembed` command: search, encode, build and evaluate.
 
     contextembed search PATH "query"      embed a folder of .txt/.md files (or an index) and show the best hits
     contextembed encode PATH OUTPUT_DIR   write a corpus's chunk vectors and metadata for later searches
     contextembed build BACKBONE_DIR OUTPUT_DIR   wrap a Hugging Face backbone as a contextembed checkpoint
+    contextembed evaluate [DATA]          score a model (default: the shipped contextual evaluation set)
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="opening tokens of a long document carried into every later window")
     build.set_defaults(func=_build)
 
+    from contextembed.evaluation.cli import add_evaluate_command
+
+    add_evaluate_command(commands)
     return parser
 
 

@@ -1,0 +1,224 @@
+"""context-bench metrics (Document@K, Answer@K, Evidence Recall@K, All-Evidence@K) and their runner.
+
+Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) of the corpus:
+
+- documents are ranked by their best chunk; d* is the best-ranked of the query's target documents;
+- **Document@K** = 1[rank(d*) <= K];
+- **Answer@K** = 1[an accepted answer sentence is among the top K chunks of the whole corpus];
+- **Evidence Recall@K**: rank d*'s sentences by similarity, remove the top-ranked accepted answer
+  sentence, keep the top K of the rest as R_K; evidence group j is recovered when one of its
+  alternatives (a set of one or more sentences) lies wholly inside R_K;
+  EvidenceRecall@K = 1[rank(d*) <= 10] * (recovered groups / groups);
+- **All-Evidence@K** = 1[rank(d*) <= 10] * 1[every group recovered].
+
+Queries without evidence groups are left out of the two evidence means (their number is reported);
+they still count for Document@K and Answer@K. Ties rank the lower document / sentence index first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from contextembed.search import exact_search
+
+EVIDENCE_GATE = 10
+MODES = ("contextual", "independent", "whole-document")
+
+
+@dataclass
+class ContextDocument:
+    id: str
+    sentences: list[str]
+
+
+@dataclass
+class ContextQuery:
+    id: str
+    query: str
+    targets: list[str]  # document ids
+    answers: list[str]  # accepted answer sentences, as "docid#index"
+    evidence: list[list[list[str]]] = field(default_factory=list)  # groups -> alternatives -> sentence ids
+    capability: str | None = None
+
+
+def sentence_id(doc_id: str, index: int) -> str:
+    """The id of a document's sentence.
+
+    >>> sentence_id("lease-3", 4)
+    'lease-3#4'
+    """
+    return f"{doc_id}#{index}"
+
+
+def best_target_rank(document_order: Sequence[str], targets: Sequence[str]) -> int | None:
+    """1-based rank of the best-ranked target document (d*), or None if no target is ranked.
+
+    >>> best_target_rank(["a", "b", "c"], ["c", "b"])
+    2
+    """
+    targets = set(targets)
+    return next((rank for rank, doc in enumerate(document_order, 1) if doc in targets), None)
+
+
+def answer_at_k(chunk_order: Sequence[str], answers: Sequence[str], k: int) -> float:
+    """1.0 if an accepted answer sentence is among the top k chunks.
+
+    >>> answer_at_k(["a#0", "b#2", "a#3"], ["a#3"], k=2), answer_at_k(["a#0", "b#2", "a#3"], ["a#3"], k=3)
+    (0.0, 1.0)
+    """
+    return float(bool(set(answers).intersection(chunk_order[:k])))
+
+
+def evidence_at_k(
+    sentence_order: Sequence[str],
+    answers: Sequence[str],
+    groups: Sequence[Sequence[Sequence[str]]],
+    k: int,
+    doc_rank: int | None,
+    gate: int = EVIDENCE_GATE,
+) -> tuple[float, float]:
+    """(Evidence Recall@k, All-Evidence@k) of one query with at least one evidence group.
+
+    `sentence_order` is d*'s sentences ranked by similarity. The top-ranked accepted answer is removed,
+    then a group counts as recovered when one of its alternatives lies wholly in the next k sentences.
+
+    >>> order = ["d#2", "d#0", "d#5", "d#6", "d#1"]          # d#2 is the answer
+    >>> groups = [[["d#0"]], [["d#5", "d#1"], ["d#6"]], [["d#9"]]]
+    >>> evidence_at_k(order, ["d#2"], groups, k=2, doc_rank=1)
+    (0.3333333333333333, 0.0)
+    >>> evidence_at_k(order, ["d#2"], groups, k=3, doc_rank=1)
+    (0.6666666666666666, 0.0)
+    >>> evidence_at_k(order, ["d#2"], groups, k=3, doc_rank=11)   # d* outside the top 10: gated to zero
+    (0.0, 0.0)
+    """
+    if not groups:
+        raise ValueError("evidence_at_k needs at least one evidence group")
+    answers = set(answers)
+    top_answer = next((s for s in sentence_order if s in answers), None)
+    remaining = [s for s in sentence_order if s != top_answer]
+    window = set(remaining[:k])
+    recovered = [any(set(alternative) <= window for alternative in group) for group in groups]
+    gated = doc_rank is not None and doc_rank <= gate
+    return (float(gated) * sum(recovered) / len(recovered), float(gated and all(recovered)))
+
+
+def per_query_metrics(
+    query_vectors: np.ndarray,
+    vectors: np.ndarray,
+    row_doc: np.ndarray,
+    row_ids: Sequence[str],
+    doc_names: Sequence[str],
+    queries: Sequence[ContextQuery],
+    ks: Sequence[int],
+    sentence_level: bool = True,
+    block_size: int = 65536,
+) -> list[dict[str, float]]:
+    """context-bench metrics of every query of one embedding run.
+
+    Args:
+        query_vectors: (Q, D) query vectors (or int8 codes, with int8 `vectors`).
+        vectors: (N, D) one row per sentence (`sentence_level`) or per document.
+        row_doc: (N,) document index of each row, non-decreasing.
+        row_ids: sentence id of each row ("docid#i"); ignored when not `sentence_level`.
+        doc_names: document id of each document index.
+        queries: the annotated queries, in the order of `query_vectors`.
+        ks: the K values to report.
+        sentence_level: False for one vector per document (only Document@K is defined).
+
+    Returns:
+        One dict per query; evidence metrics only for queries with evidence groups.
+    """
+    result = exact_search(query_vectors, vectors, row_doc, top_k_documents=len(doc_names),
+                          top_k_chunks=max(ks), block_size=block_size)
+    starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
+    name_to_index = {name: i for i, name in enumerate(doc_names)}
+    records = []
+    for qi, query in enumerate(queries):
+        record: dict[str, float] = {}
+        document_order = [doc_names[d] for d in result.doc_ids[qi]]
+        rank = best_target_rank(document_order, query.targets)
+        for k in ks:
+            record[f"Document@{k}"] = float(rank is not None and rank <= k)
+        if sentence_level:
+            chunk_order = [row_ids[r] for r in result.chunk_rows[qi]]
+            for k in ks:
+                record[f"Answer@{k}"] = answer_at_k(chunk_order, query.answers, k)
+            if query.evidence:
+                d_star = name_to_index[document_order[rank - 1] if rank is not None else query.targets[0]]
+                rows = np.arange(starts[d_star], starts[d_star + 1])
+                scores = (query_vectors[qi : qi + 1].astype(np.float64) @ vectors[rows].astype(np.float64).T)[0]
+                sentence_order = [row_ids[rows[i]] for i in np.lexsort((np.arange(len(rows)), -scores))]
+                for k in ks:
+                    recall, complete = evidence_at_k(sentence_order, query.answers, query.evidence, k, rank)
+                    record[f"EvidenceRecall@{k}"], record[f"AllEvidence@{k}"] = recall, complete
+        records.append(record)
+    return records
+
+
+def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Mean of each metric over the queries that have it, with the query counts.
+
+    >>> aggregate([{"Document@1": 1.0, "EvidenceRecall@10": 0.5}, {"Document@1": 0.0}])
+    {'Document@1': 0.5, 'EvidenceRecall@10': 0.5, 'queries': 2, 'evidence_queries': 1}
+    """
+    names = list(dict.fromkeys(name for record in records for name in record))
+    means: dict[str, float] = {}
+    for name in names:
+        values = [record[name] for record in records if name in record]
+        means[name] = sum(values) / len(values)
+    means["queries"] = len(records)
+    means["evidence_queries"] = sum(any(n.startswith("Evidence") for n in r) for r in records)
+    return means
+
+
+def run_context_bench(
+    encoder,
+    documents: Sequence[ContextDocument],
+    queries: Sequence[ContextQuery],
+    *,
+    ks: Sequence[int] = (1, 10),
+    modes: Sequence[str] = MODES,
+    batch_size: int = 32,
+    show_progress_bar: bool | None = None,
+) -> dict[str, dict[str, float]]:
+    """Embed the corpus three ways and score the queries.
+
+    - `contextual`: each document's sentences embedded with late chunking (one pass per document);
+    - `independent`: each sentence embedded alone (the answer/evidence baseline);
+    - `whole-document`: one vector per document (the Document@K baseline).
+
+    Returns `{mode: {metric: value}}`, plus a `by_capability` entry per mode when queries carry one.
+    """
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"modes must be among {MODES}, got {mode!r}")
+    doc_names = [d.id for d in documents]
+    row_doc = np.repeat(np.arange(len(documents)), [len(d.sentences) for d in documents])
+    row_ids = [sentence_id(d.id, i) for d in documents for i in range(len(d.sentences))]
+    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    query_vectors = encoder.encode_queries([q.query for q in queries], **options)
+
+    results: dict[str, dict[str, float]] = {}
+    for mode in modes:
+        if mode == "contextual":
+            vectors = np.concatenate(encoder.encode_documents([d.sentences for d in documents], **options))
+        elif mode == "independent":
+            vectors = np.concatenate(encoder.encode_documents([[s] for d in documents for s in d.sentences],
+                                                              **options))
+        else:
+            vectors = np.concatenate(encoder.encode_documents([[" ".join(d.sentences)] for d in documents],
+                                                              **options))
+        sentence_level = mode != "whole-document"
+        rows = row_doc if sentence_level else np.arange(len(documents))
+        records = per_query_metrics(query_vectors, vectors, rows, row_ids, doc_names, queries, ks,
+                                    sentence_level=sentence_level)
+        results[mode] = aggregate(records)
+        capabilities = sorted({q.capability for q in queries if q.capability})
+        if capabilities:
+            results[mode]["by_capability"] = {
+                cap: aggregate([r for r, q in zip(records, queries) if q.capability == cap]) for cap in capabilities
+            }
+    return results

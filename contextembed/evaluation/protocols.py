@@ -1,0 +1,110 @@
+"""ConTEB-style and Q2D-Web-style runners: embed, search exhaustively, score.
+
+- ConTEB: query-to-chunk nDCG@10 per task (every query against every chunk of its task) and the unweighted
+  mean over tasks; also document-level nDCG@10 with a document scored by its best chunk.
+- Q2D-Web: Recall@1000 and nDCG@10 per relevance set, queries and documents truncated to 512 tokens counted
+  with the model's own tokenizer, prefixes and special tokens included. Queries with no positive document
+  in a relevance set are left out of that set's means (their number is reported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from contextembed.evaluation.ir_metrics import evaluate_run
+from contextembed.evaluation.loaders import BeirDataset, ChunkTask
+from contextembed.search import exact_search
+
+CONTEB_MODES = ("contextual", "independent")
+
+
+def run_conteb(encoder, tasks: Sequence[ChunkTask], *, k: int = 10, modes: Sequence[str] = CONTEB_MODES,
+               batch_size: int = 32, show_progress_bar: bool | None = None) -> dict:
+    """`{mode: {"tasks": {task: {"ndcg@k": ..., "doc_ndcg@k": ...}}, "mean": {...}}}`."""
+    for mode in modes:
+        if mode not in CONTEB_MODES:
+            raise ValueError(f"modes must be among {CONTEB_MODES}, got {mode!r}")
+    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    results: dict = {}
+    for mode in modes:
+        per_task = {}
+        for task in tasks:
+            if mode == "contextual":
+                vectors = encoder.encode_documents(task.documents, **options)
+            else:
+                vectors = encoder.encode_documents([[c] for doc in task.documents for c in doc], **options)
+            vectors = np.concatenate(vectors)
+            row_doc = np.repeat(np.arange(len(task.documents)), [len(d) for d in task.documents])
+            row_ids = [c for doc in task.chunk_ids for c in doc]
+            queries = encoder.encode_queries(task.queries, **options)
+            found = exact_search(queries, vectors, row_doc, top_k_documents=len(task.documents),
+                                 top_k_chunks=min(1000, len(vectors)))
+            chunk_run, doc_run, chunk_qrels, doc_qrels = {}, {}, {}, {}
+            for q in range(len(task.queries)):
+                qid = str(q)
+                chunk_run[qid] = {row_ids[r]: float(s) for r, s in zip(found.chunk_rows[q], found.chunk_scores[q])}
+                doc_run[qid] = {task.doc_ids[d]: float(s) for d, s in zip(found.doc_ids[q], found.doc_scores[q])}
+                chunk_qrels[qid] = {c: 1 for c in task.gold[q]}
+                doc_qrels[qid] = {c.rpartition("_")[0]: 1 for c in task.gold[q]}
+            chunk_means, _ = evaluate_run(chunk_qrels, chunk_run, ks=[k], metrics=["ndcg"])
+            doc_means, _ = evaluate_run(doc_qrels, doc_run, ks=[k], metrics=["ndcg"])
+            per_task[task.name] = {f"ndcg@{k}": chunk_means[f"ndcg@{k}"], f"doc_ndcg@{k}": doc_means[f"ndcg@{k}"],
+                                   "queries": len(task.queries), "chunks": len(vectors)}
+        names = [f"ndcg@{k}", f"doc_ndcg@{k}"]
+        results[mode] = {"tasks": per_task,
+                         "mean": {n: float(np.mean([t[n] for t in per_task.values()])) for n in names}}
+    return results
+
+
+def truncate_to_tokens(processor, texts: Sequence[str], max_tokens: int = 512, task: str = "document") -> list[str]:
+    """Cut each text so that the whole model input — special tokens and the `task` prefix included — has at
+    most `max_tokens` tokens (counted with the model's own tokenizer). Cuts fall between tokens."""
+    if task not in ("query", "document"):
+        raise ValueError(f"task must be 'query' or 'document', got {task!r}")
+    lead, tail = processor._special_wrapping()
+    prefix = processor.query_prefix if task == "query" else processor.document_prefix
+    prefix_tokens = processor.tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+    budget = max_tokens - len(lead) - len(tail) - len(prefix_tokens)
+    if budget <= 0:
+        raise ValueError(f"max_tokens={max_tokens} leaves no room after special tokens and the prefix")
+    encoded = processor.tokenizer(list(texts), add_special_tokens=False, split_special_tokens=True,
+                                  return_offsets_mapping=True)
+    out = []
+    for text, offsets in zip(texts, encoded["offset_mapping"]):
+        out.append(text if len(offsets) <= budget else text[: offsets[budget - 1][1]])
+    return out
+
+
+def run_q2d(encoder, dataset: BeirDataset, *, max_tokens: int = 512, chunker=None, ks_recall: Sequence[int] = (1000,),
+            ks_ndcg: Sequence[int] = (10,), batch_size: int = 32, show_progress_bar: bool | None = None) -> dict:
+    """`{relevance set: {"recall@1000": ..., "ndcg@10": ..., "queries": n, "queries_without_positives": m}}`.
+
+    Documents are one chunk each, or, with a `chunker`, their truncated text split into chunks and scored
+    by the best chunk.
+    """
+    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    doc_ids = list(dataset.corpus)
+    texts = truncate_to_tokens(encoder.processor, [dataset.corpus[d] for d in doc_ids], max_tokens, "document")
+    if chunker is None:
+        vectors = encoder.encode_documents([[t] for t in texts], **options)
+    else:
+        vectors = [r.embeddings for r in encoder.encode_documents(texts, chunker=chunker, **options)]
+    row_doc = np.repeat(np.arange(len(doc_ids)), [len(v) for v in vectors])
+    vectors = np.concatenate(vectors)
+    query_ids = list(dataset.queries)
+    query_texts = truncate_to_tokens(encoder.processor, [dataset.queries[q] for q in query_ids], max_tokens, "query")
+    queries = encoder.encode_queries(query_texts, **options)
+    depth = min(max([*ks_recall, *ks_ndcg]), len(doc_ids))
+    found = exact_search(queries, vectors, row_doc, top_k_documents=depth, top_k_chunks=1)
+    run = {qid: {doc_ids[d]: float(s) for d, s in zip(found.doc_ids[i], found.doc_scores[i])}
+           for i, qid in enumerate(query_ids)}
+    results = {}
+    for name, qrels in dataset.qrels.items():
+        positive = {q: g for q, g in qrels.items() if any(v >= 1 for v in g.values())}
+        recall, _ = evaluate_run(positive, run, ks=list(ks_recall), metrics=["recall"])
+        ndcg, _ = evaluate_run(positive, run, ks=list(ks_ndcg), metrics=["ndcg"])
+        results[name] = {**recall, **ndcg, "queries": len(positive),
+                         "queries_without_positives": len(set(qrels) - set(positive))}
+    return results

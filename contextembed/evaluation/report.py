@@ -1,0 +1,61 @@
+"""Markdown tables for evaluation results (the JSON files hold the same numbers)."""
+
+from __future__ import annotations
+
+CONTEXT_BENCH_COLUMNS = ("Document@1", "Document@10", "Answer@1", "Answer@10", "EvidenceRecall@10",
+                         "AllEvidence@10")
+
+
+def _cell(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def context_bench_table(results: dict, columns=CONTEXT_BENCH_COLUMNS) -> str:
+    """One row per mode, metrics in percent; '—' where a mode does not define a metric.
+
+    >>> print(context_bench_table({"contextual": {"Document@1": 0.5, "queries": 2}}, columns=("Document@1",)))
+    | embedding | Document@1 |
+    |---|---|
+    | contextual | 50.0 |
+    """
+    lines = ["| embedding | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for mode, metrics in results.items():
+        lines.append(f"| {mode} | " + " | ".join(_cell(metrics.get(c)) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def capability_table(results: dict, metrics=("Answer@1", "Answer@10")) -> str:
+    """Each of `metrics` per capability (rows) and mode (columns), for the modes that score sentences."""
+    modes = [m for m in results if "by_capability" in results[m] and any(
+        metric in results[m] for metric in metrics)]
+    capabilities = sorted({c for m in modes for c in results[m]["by_capability"]})
+    header = [f"{m} {metric}" for metric in metrics for m in modes]
+    lines = ["| capability | queries | " + " | ".join(header) + " |", "|---" * (len(header) + 2) + "|"]
+    for cap in capabilities:
+        count = results[modes[0]]["by_capability"][cap]["queries"]
+        cells = [_cell(results[m]["by_capability"][cap].get(metric)) for metric in metrics for m in modes]
+        lines.append(f"| {cap} | {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def conteb_table(results: dict) -> str:
+    modes = list(results)
+    tasks = list(results[modes[0]]["tasks"])
+    metric = next(iter(results[modes[0]]["mean"]))
+    header = "| task | " + " | ".join(f"{m} {metric}" for m in modes) + " | " + " | ".join(
+        f"{m} doc-level" for m in modes) + " |"
+    lines = [header, "|---" * (2 * len(modes) + 1) + "|"]
+    doc_metric = f"doc_{metric}"
+    for task in [*tasks, "mean"]:
+        rows = [results[m]["tasks"][task] if task != "mean" else results[m]["mean"] for m in modes]
+        lines.append(f"| {task} | " + " | ".join(_cell(r[metric]) for r in rows) + " | "
+                     + " | ".join(_cell(r[doc_metric]) for r in rows) + " |")
+    return "\n".join(lines)
+
+
+def q2d_table(results: dict) -> str:
+    metrics = [m for m in next(iter(results.values())) if "@" in m]
+    lines = ["| relevance set | queries | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 2) + "|"]
+    for name, values in results.items():
+        lines.append(f"| {name} | {values['queries']} | " + " | ".join(_cell(values[m]) for m in metrics) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""context-bench metrics on small hand-built cases with known values, and the loader's validation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from contextembed.evaluation.context_bench import (
+    ContextQuery,
+    aggregate,
+    answer_at_k,
+    evidence_at_k,
+    per_query_metrics,
+)
+from contextembed.evaluation.loaders import load_context_bench
+
+
+class TestEvidence:
+    def test_multi_sentence_alternative_needs_all_its_sentences(self):
+        order = ["d#0", "d#1", "d#2", "d#3"]
+        groups = [[["d#1", "d#3"]]]
+        assert evidence_at_k(order, ["d#0"], groups, k=2, doc_rank=1) == (0.0, 0.0)  # d#3 is 3rd after removal
+        assert evidence_at_k(order, ["d#0"], groups, k=3, doc_rank=1) == (1.0, 1.0)
+
+    def test_only_the_top_ranked_answer_is_removed(self):
+        order = ["d#4", "d#7", "d#1"]  # d#4 and d#7 are both accepted answers
+        assert evidence_at_k(order, ["d#7", "d#4"], [[["d#7"]]], k=1, doc_rank=1) == (1.0, 1.0)
+        assert evidence_at_k(order, ["d#7", "d#4"], [[["d#1"]]], k=1, doc_rank=1) == (0.0, 0.0)
+
+    def test_gate_at_rank_10(self):
+        order = ["d#0", "d#1"]
+        assert evidence_at_k(order, [], [[["d#0"]]], k=1, doc_rank=10) == (1.0, 1.0)
+        assert evidence_at_k(order, [], [[["d#0"]]], k=1, doc_rank=11) == (0.0, 0.0)
+        assert evidence_at_k(order, [], [[["d#0"]]], k=1, doc_rank=None) == (0.0, 0.0)
+
+    def test_partial_groups(self):
+        groups = [[["d#1"]], [["d#9"], ["d#2"]], [["d#8"]]]
+        assert evidence_at_k(["d#1", "d#2", "d#3"], [], groups, k=2, doc_rank=3) == (2 / 3, 0.0)
+
+    def test_no_groups_is_refused(self):
+        with pytest.raises(ValueError, match="at least one evidence group"):
+            evidence_at_k(["d#0"], [], [], k=1, doc_rank=1)
+
+
+def test_answer_at_k():
+    assert answer_at_k(["a#0", "b#1"], ["b#1", "c#0"], k=1) == 0.0
+    assert answer_at_k(["a#0", "b#1"], ["b#1", "c#0"], k=2) == 1.0
+
+
+def test_per_query_metrics_on_known_vectors():
+    # Two documents of two sentences; the query points at sentence b#1; b's other sentence is next best.
+    vectors = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.6, 0.8, 0.0], [0.0, 1.0, 0.0]], dtype=np.float32)
+    row_doc = np.array([0, 0, 1, 1])
+    row_ids = ["a#0", "a#1", "b#0", "b#1"]
+    query = np.array([[0.0, 1.0, 0.0]], dtype=np.float32)
+    queries = [ContextQuery("q", "text", ["b"], ["b#1"], [[["b#0"]], [["a#0"]]])]
+    (record,) = per_query_metrics(query, vectors, row_doc, row_ids, ["a", "b"], queries, ks=[1, 2])
+    assert record == {"Document@1": 1.0, "Document@2": 1.0, "Answer@1": 1.0, "Answer@2": 1.0,
+                      "EvidenceRecall@1": 0.5, "AllEvidence@1": 0.0, "EvidenceRecall@2": 0.5, "AllEvidence@2": 0.0}
+
+
+def test_queries_without_evidence_are_left_out_of_evidence_means():
+    records = [{"Answer@1": 1.0, "EvidenceRecall@1": 1.0, "AllEvidence@1": 1.0}, {"Answer@1": 0.0}]
+    assert aggregate(records) == {"Answer@1": 0.5, "EvidenceRecall@1": 1.0, "AllEvidence@1": 1.0, "queries": 2,
+                                  "evidence_queries": 1}
+
+
+def write(folder, documents, queries):
+    folder.mkdir(exist_ok=True)
+    (folder / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in documents))
+    (folder / "queries.jsonl").write_text("".join(q if isinstance(q, str) else json.dumps(q) + "\n" for q in queries))
+    return folder
+
+
+DOC = {"id": "d", "sentences": ["one.", "two."]}
+QUERY = {"id": "q", "query": "two?", "targets": ["d"], "answers": ["d#1"], "evidence": [[["d#0"]]]}
+
+
+def test_loader_round_trip(tmp_path):
+    documents, queries = load_context_bench(write(tmp_path / "ok", [DOC], [QUERY]))
+    assert documents[0].sentences == ["one.", "two."] and queries[0].evidence == [[["d#0"]]]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({**QUERY, "answers": ["d#5"]}, r"queries.jsonl:1: 'd#5': document 'd' has 2 sentences"),
+        ({**QUERY, "targets": ["nope"]}, r"queries.jsonl:1: 'targets' must list known document ids"),
+        ({**QUERY, "evidence": [["d#0"]]}, r"queries.jsonl:1: each alternative must be a non-empty list"),
+        ({**QUERY, "answers": ["d-1"]}, r"is not a sentence id '<doc id>#<index>'"),
+        ({k: v for k, v in QUERY.items() if k != "query"}, r"queries.jsonl:1: missing field 'query'"),
+        ("{not json\n", r"queries.jsonl:1: not valid JSON"),
+    ],
+)
+def test_loader_reports_file_and_line(tmp_path, query, message):
+    with pytest.raises(ValueError, match=message):
+        load_context_bench(write(tmp_path / "bad", [DOC], [query]))

@@ -1,0 +1,104 @@
+"""ConTEB and Q2D-Web style runners on tiny data and a tiny model; truncation counted in model tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import contextembed
+from contextembed.evaluation.loaders import load_beir, load_conteb_task
+from contextembed.evaluation.protocols import run_conteb, run_q2d, truncate_to_tokens
+
+
+@pytest.fixture
+def encoder(built):
+    return contextembed.load(str(built["bert"][0]))
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def conteb_task(tmp_path):
+    folder = tmp_path / "geography"
+    folder.mkdir()
+    # Written out of order on purpose: chunks are ordered by their integer index, not by row.
+    write_jsonl(folder / "documents.jsonl", [
+        {"chunk_id": "paris_10", "chunk": "it is the capital"},
+        {"chunk_id": "paris_2", "chunk": "the city has a river"},
+        {"chunk_id": "paris_0", "chunk": "paris is a city"},
+        {"chunk_id": "rome_0", "chunk": "rome is a city"},
+        {"chunk_id": "rome_1", "chunk": "it has a river"},
+    ])
+    write_jsonl(folder / "queries.jsonl", [{"query": "the river of paris", "chunk_id": "paris_2"},
+                                           {"query": "rome river", "chunk_ids": ["rome_1", "rome_0"]}])
+    return folder
+
+
+def test_conteb_loader_orders_chunks_by_index(conteb_task):
+    task = load_conteb_task(conteb_task)
+    assert task.doc_ids == ["paris", "rome"]
+    assert task.chunk_ids[0] == ["paris_0", "paris_2", "paris_10"]
+    assert task.gold == [["paris_2"], ["rome_1", "rome_0"]]
+
+
+def test_conteb_loader_errors(tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    write_jsonl(folder / "documents.jsonl", [{"chunk_id": "nounderscore", "chunk": "x"}])
+    write_jsonl(folder / "queries.jsonl", [{"query": "q", "chunk_id": "a_0"}])
+    with pytest.raises(ValueError, match=r"documents.jsonl:1: chunk_id must be '<docid>_<chunkindex>'"):
+        load_conteb_task(folder)
+
+
+def test_conteb_runner(encoder, conteb_task):
+    results = run_conteb(encoder, [load_conteb_task(conteb_task)])
+    for mode in ("contextual", "independent"):
+        task = results[mode]["tasks"]["geography"]
+        assert 0.0 <= task["ndcg@10"] <= 1.0 and 0.0 <= task["doc_ndcg@10"] <= 1.0
+        assert task["chunks"] == 5 and task["queries"] == 2
+        assert results[mode]["mean"]["ndcg@10"] == task["ndcg@10"]
+    # Two documents and one gold document per query: document-level nDCG@10 is at least 1/log2(3).
+    assert results["contextual"]["tasks"]["geography"]["doc_ndcg@10"] >= 0.63
+
+
+@pytest.fixture
+def beir_folder(tmp_path):
+    folder = tmp_path / "q2d"
+    (folder / "qrels").mkdir(parents=True)
+    write_jsonl(folder / "corpus.jsonl", [{"_id": f"d{i}", "title": "lease", "text": " ".join(["rent"] * (20 * i + 5))}
+                                          for i in range(6)])
+    write_jsonl(folder / "queries.jsonl", [{"_id": "q1", "text": "rent"}, {"_id": "q2", "text": "lease " * 600}])
+    (folder / "qrels" / "citations.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n")
+    (folder / "qrels" / "web.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t2\nq2\td4\t0\n")
+    return folder
+
+
+def test_q2d_runner_reports_each_relevance_set(encoder, beir_folder):
+    results = run_q2d(encoder, load_beir(beir_folder), max_tokens=48)
+    assert set(results) == {"citations", "web"}
+    assert results["citations"]["recall@1000"] == 1.0  # six documents: everything is retrieved
+    assert results["web"]["queries"] == 1 and results["web"]["queries_without_positives"] == 1
+
+
+def test_truncation_counts_special_tokens_and_prefix(built):
+    processor = built["bert"][2]
+    texts = ["rent " * 200, "short"]
+    cut = truncate_to_tokens(processor, texts, max_tokens=32)
+    rows = processor.encode_documents([[t] for t in cut])
+    assert len(rows[0]["input_ids"]) == 32 and cut[1] == "short"
+    from contextembed.modeling import ContextEmbedProcessor
+
+    prefixed = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
+    cut = truncate_to_tokens(prefixed, texts, max_tokens=32, task="query")
+    assert len(prefixed.encode_documents([cut[0]], task="query")[0]["input_ids"]) == 32
+    with pytest.raises(ValueError, match="leaves no room"):
+        truncate_to_tokens(processor, texts, max_tokens=2)
+
+
+def test_beir_loader_errors(beir_folder):
+    (beir_folder / "qrels" / "bad.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tmissing\t1\n")
+    with pytest.raises(ValueError, match=r"bad.tsv:2: unknown query 'q1' or document 'missing'"):
+        load_beir(beir_folder)
