@@ -45,20 +45,27 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(k, (int, np.integer)) or k <= 0:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     scores = np.atleast_2d(scores)
-    k = min(k, scores.shape[1])
+    n_rows, n_cols = scores.shape
+    k = min(k, n_cols)
     if k == 0:
-        return np.zeros((len(scores), 0), dtype=np.int64), scores[:, :0]
-    if k < scores.shape[1]:
-        candidates = np.argpartition(-scores.astype(np.float64), k - 1, axis=1)[:, :k]
-        kth = np.take_along_axis(scores, candidates, axis=1).min(axis=1)
+        return np.zeros((n_rows, 0), dtype=np.int64), scores[:, :0]
+    if k < n_cols:
+        import torch
+
+        # torch.topk is several times faster than argpartition here; ties are settled below either way.
+        candidates = torch.topk(torch.from_numpy(np.ascontiguousarray(scores)), k, dim=1, sorted=False).indices.numpy()
     else:
-        kth = scores.min(axis=1)
-    indices = np.empty((len(scores), k), dtype=np.int64)
-    for row in range(len(scores)):
-        # Every column at or above the k-th score, so a tie cut by argpartition is settled by column order.
-        cols = np.flatnonzero(scores[row] >= kth[row])
-        order = np.lexsort((cols, -scores[row, cols].astype(np.float64)))[:k]
-        indices[row] = cols[order]
+        candidates = np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))
+    candidate_scores = np.take_along_axis(scores, candidates, axis=1)
+    order = np.lexsort((candidates, -candidate_scores.astype(np.float64)), axis=1)
+    indices = np.take_along_axis(candidates, order, axis=1).astype(np.int64)
+    if k < n_cols:
+        # argpartition may cut a run of equal scores arbitrarily; settle those rows by column order.
+        kth = candidate_scores.min(axis=1, keepdims=True)
+        at_kth = (scores == kth).sum(axis=1) > (candidate_scores == kth).sum(axis=1)
+        for row in np.flatnonzero(at_kth):
+            cols = np.flatnonzero(scores[row] >= kth[row, 0])
+            indices[row] = cols[np.lexsort((cols, -scores[row, cols].astype(np.float64)))[:k]]
     return indices, np.take_along_axis(scores, indices, axis=1)
 
 
@@ -73,9 +80,10 @@ def dot(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
 
         q, v = torch.from_numpy(np.ascontiguousarray(queries)), torch.from_numpy(np.ascontiguousarray(vectors))
         try:
-            return torch._int_mm(v, q.T.contiguous()).T.numpy()  # int32 accumulation, exact
+            # int32 accumulation, exact; the kernel reads the transposed view directly (an "NT" product).
+            return torch._int_mm(q, v.t()).numpy()
         except RuntimeError:  # shapes the int8 kernel does not take
-            return (v.long() @ q.T.long()).T.numpy()
+            return (q.long() @ v.T.long()).numpy()
     if queries.dtype == np.int8 or vectors.dtype == np.int8:
         raise ValueError("score int8 codes against int8 codes: quantize the queries with the same scheme")
     return np.asarray(queries, dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T

@@ -32,7 +32,8 @@ def exact_search(
     *,
     top_k_documents: int = 10,
     top_k_chunks: int = 10,
-    block_size: int = 65536,
+    block_size: int | None = None,
+    best_chunks: bool = True,
 ) -> SearchResult:
     """Top documents (by best chunk) and top chunks for each query, scanning `vectors` in blocks.
 
@@ -41,7 +42,10 @@ def exact_search(
         vectors: (N, D) chunk vectors of the corpus.
         doc_ids: (N,) document id of each row, non-decreasing (each document's rows contiguous).
         top_k_documents / top_k_chunks: how many to return per query.
-        block_size: rows scored at once; memory is O(Q * block_size + Q * num_documents).
+        block_size: rows scored at once; memory is O(Q * block_size + Q * num_documents). Default: about
+            16M scores per block.
+        best_chunks: also return each returned document's best chunk (re-scored at the end, only for the
+            returned documents); `doc_best_chunks` is empty otherwise.
 
     Ties go to the lower document id / row index.
 
@@ -59,6 +63,8 @@ def exact_search(
         raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(vectors)} vectors")
     if len(doc_ids) and (np.any(np.diff(doc_ids) < 0) or doc_ids[0] < 0):
         raise ValueError("doc_ids must be non-negative and non-decreasing (each document's rows contiguous)")
+    if block_size is None:
+        block_size = max(1024, (1 << 24) // max(len(queries), 1))
     for name, value in (("top_k_documents", top_k_documents), ("top_k_chunks", top_k_chunks),
                         ("block_size", block_size)):
         if not isinstance(value, (int, np.integer)) or value <= 0:
@@ -70,7 +76,6 @@ def exact_search(
     num_docs = int(doc_ids[-1]) + 1 if len(doc_ids) else 0
     n_queries = len(queries)
     doc_best = np.full((n_queries, num_docs), lowest, dtype=score_dtype)
-    doc_best_row = np.full((n_queries, num_docs), -1, dtype=np.int64)
     top_rows = np.zeros((n_queries, 0), dtype=np.int64)
     top_scores = np.zeros((n_queries, 0), dtype=score_dtype)
 
@@ -78,30 +83,34 @@ def exact_search(
         block = vectors[start : start + block_size]
         scores = dot(queries, block).astype(score_dtype, copy=False)  # (Q, n)
         block_docs = doc_ids[start : start + len(block)]
-
         segment_starts = np.flatnonzero(np.r_[True, block_docs[1:] != block_docs[:-1]])
         segment_docs = block_docs[segment_starts]
-        segment_max = np.maximum.reduceat(scores, segment_starts, axis=1)  # (Q, segments)
-        # Row of each segment's max: the first row in the segment that reaches it (lowest index on ties).
-        segment_of_row = np.repeat(np.arange(len(segment_starts)), np.diff(np.r_[segment_starts, len(block)]))
-        is_max = scores == segment_max[:, segment_of_row]
-        masked_rows = np.where(is_max, np.arange(len(block))[None, :], len(block))
-        segment_argmax = np.minimum.reduceat(masked_rows, segment_starts, axis=1) + start
-        better = segment_max > doc_best[:, segment_docs]
-        doc_best[:, segment_docs] = np.where(better, segment_max, doc_best[:, segment_docs])
-        doc_best_row[:, segment_docs] = np.where(better, segment_argmax, doc_best_row[:, segment_docs])
-
+        segment_max = np.maximum.reduceat(scores, segment_starts, axis=1)  # (Q, documents in block)
+        # A document split across blocks keeps the max of its parts.
+        doc_best[:, segment_docs] = np.maximum(doc_best[:, segment_docs], segment_max)
         rows = np.broadcast_to(np.arange(start, start + len(block)), scores.shape)
         top_rows, top_scores = _merge_top(top_rows, top_scores, rows, scores, top_k_chunks)
 
     doc_order, doc_scores = top_k(doc_best, top_k_documents)
+    best_rows = _best_rows(queries, vectors, doc_ids, doc_order) if best_chunks else np.zeros((n_queries, 0), np.int64)
     return SearchResult(
         doc_ids=doc_order,
         doc_scores=doc_scores,
-        doc_best_chunks=np.take_along_axis(doc_best_row, doc_order, axis=1),
+        doc_best_chunks=best_rows,
         chunk_rows=top_rows,
         chunk_scores=top_scores,
     )
+
+
+def _best_rows(queries, vectors, doc_ids, doc_order) -> np.ndarray:
+    """Row of each listed document's best chunk (the first of equal scores), re-scored exactly."""
+    starts = np.searchsorted(doc_ids, np.arange(int(doc_ids[-1]) + 2)) if len(doc_ids) else np.zeros(1, int)
+    best = np.empty(doc_order.shape, dtype=np.int64)
+    for q in range(len(queries)):
+        for j, doc in enumerate(doc_order[q]):
+            rows = np.arange(starts[doc], starts[doc + 1])
+            best[q, j] = rows[int(np.argmax(dot(queries[q : q + 1], vectors[rows])[0]))]
+    return best
 
 
 def _merge_top(rows_a, scores_a, rows_b, scores_b, k):

@@ -32,6 +32,9 @@ class ContextEmbedProcessor(ProcessorMixin):
         max_length (`int`, *optional*): The model's window; only used by `long_documents="error"`.
         long_documents (`str`, defaults to `"window"`): `"window"` passes long documents on whole (the
             model windows them); `"error"` raises a `ValueError` for a document over `max_length`.
+        chunk_separator (`bool`, defaults to `True`): insert the separator between chunks. `False` gives plain
+            late chunking over the backbone's ordinary token sequence (what models not trained with a
+            separator, and other late-chunking libraries, see).
     """
 
     def __init__(
@@ -42,6 +45,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         document_prefix: str = "",
         max_length: int | None = None,
         long_documents: str = "window",
+        chunk_separator: bool = True,
         chat_template=None,
         **kwargs,
     ):
@@ -52,6 +56,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         self.document_prefix = document_prefix
         self.max_length = max_length
         self.long_documents = long_documents
+        self.chunk_separator = chunk_separator
         super().__init__(tokenizer, chat_template=chat_template)
 
     @property
@@ -141,15 +146,15 @@ class ContextEmbedProcessor(ProcessorMixin):
         title_tokens = [next(extra_tokens) if t else [] for t in titles]
 
         lead, tail = self._special_wrapping()
-        separator = self.chunk_token_id
+        separator = [self.chunk_token_id] if self.chunk_separator else []
         rows, position = [], 0
         for doc_index, chunks in enumerate(documents):
             ids = lead + prefix_tokens[doc_index] + title_tokens[doc_index]
             cids = [-1] * len(ids)
             for chunk_index in range(len(chunks)):
                 if chunk_index:
-                    ids.append(separator)
-                    cids.append(-1)
+                    ids.extend(separator)
+                    cids.extend([-1] * len(separator))
                 tokens = chunk_tokens[position]
                 position += 1
                 ids.extend(tokens)

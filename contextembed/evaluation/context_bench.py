@@ -114,7 +114,7 @@ def per_query_metrics(
     queries: Sequence[ContextQuery],
     ks: Sequence[int],
     sentence_level: bool = True,
-    block_size: int = 65536,
+    block_size: int | None = None,
 ) -> list[dict[str, float]]:
     """context-bench metrics of every query of one embedding run.
 
@@ -132,7 +132,7 @@ def per_query_metrics(
         One dict per query; evidence metrics only for queries with evidence groups.
     """
     result = exact_search(query_vectors, vectors, row_doc, top_k_documents=len(doc_names),
-                          top_k_chunks=max(ks), block_size=block_size)
+                          top_k_chunks=max(ks), block_size=block_size, best_chunks=False)
     starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
     name_to_index = {name: i for i, name in enumerate(doc_names)}
     records = []

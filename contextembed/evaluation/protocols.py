@@ -40,7 +40,7 @@ def run_conteb(encoder, tasks: Sequence[ChunkTask], *, k: int = 10, modes: Seque
             row_ids = [c for doc in task.chunk_ids for c in doc]
             queries = encoder.encode_queries(task.queries, **options)
             found = exact_search(queries, vectors, row_doc, top_k_documents=len(task.documents),
-                                 top_k_chunks=min(1000, len(vectors)))
+                                 top_k_chunks=min(1000, len(vectors)), best_chunks=False)
             chunk_run, doc_run, chunk_qrels, doc_qrels = {}, {}, {}, {}
             for q in range(len(task.queries)):
                 qid = str(q)
@@ -97,7 +97,7 @@ def run_q2d(encoder, dataset: BeirDataset, *, max_tokens: int = 512, chunker=Non
     query_texts = truncate_to_tokens(encoder.processor, [dataset.queries[q] for q in query_ids], max_tokens, "query")
     queries = encoder.encode_queries(query_texts, **options)
     depth = min(max([*ks_recall, *ks_ndcg]), len(doc_ids))
-    found = exact_search(queries, vectors, row_doc, top_k_documents=depth, top_k_chunks=1)
+    found = exact_search(queries, vectors, row_doc, top_k_documents=depth, top_k_chunks=1, best_chunks=False)
     run = {qid: {doc_ids[d]: float(s) for d, s in zip(found.doc_ids[i], found.doc_scores[i])}
            for i, qid in enumerate(query_ids)}
     results = {}

@@ -49,6 +49,13 @@ class TestLayout:
         assert pooled == processor.tokenizer("one", add_special_tokens=False)["input_ids"]
         assert len(rows[0]["input_ids"]) > len(processor.encode_documents([["one"]])[0]["input_ids"])
 
+    def test_without_separators(self, processor):
+        plain = ContextEmbedProcessor(processor.tokenizer, chunk_separator=False)
+        rows = plain.encode_documents([["one two", "three"]])
+        assert processor.chunk_token_id not in rows[0]["input_ids"]
+        assert rows[0]["input_ids"] == processor.tokenizer("one two three")["input_ids"]
+        assert sorted(set(rows[0]["chunk_ids"])) == [-1, 0, 1]
+
     def test_long_document_passes_whole_by_default(self, processor):
         rows = processor.encode_documents([["one two three"] * 50])
         assert len(rows[0]["input_ids"]) > 64 and rows[0]["num_chunks"] == 50

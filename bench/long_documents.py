@@ -1,0 +1,84 @@
+"""Peak memory and time of one long document vs its length, through a tiny random RoPE backbone.
+
+A Qwen3-style backbone with 32,768 positions is built in the script (random weights; hidden 64, 2 layers), and
+one document of 2k, 4k, 8k, 16k and 32,768 tokens (one-sentence-sized chunks) runs through
+`ContextEmbedModel` in a single pass. Each length runs in a fresh subprocess so `ru_maxrss` is that length's
+peak resident memory; the baseline (the same process before the forward pass) is subtracted. A padded
+bidirectional mask would be (T x T) — 4 GiB of booleans at 32k per head-broadcast row — so memory should grow
+about linearly: the target is peak(32k) <= 2.2 x peak(16k).
+
+    python bench/long_documents.py [--lengths 2048 4096 ...]
+
+Last line: the 32k/16k peak-memory ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_result  # noqa: E402
+
+CHILD = r"""
+import json, resource, sys, time
+import torch
+from transformers import Qwen3Config
+from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel
+
+length, hidden = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+text_config = Qwen3Config(vocab_size=1000, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=hidden // 4, intermediate_size=2 * hidden,
+                          max_position_embeddings=32768)
+model = ContextEmbedModel(ContextEmbedConfig(text_config=text_config, chunk_token_id=3, max_seq_length=32768)).eval()
+ids = torch.randint(10, 1000, (1, length))
+chunk_ids = torch.arange(length).div(32, rounding_mode="floor").unsqueeze(0)
+chunk_ids[:, 0] = -1
+chunk_ids[:, -1] = -1
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+with torch.inference_mode():
+    out = model(input_ids=ids, chunk_ids=chunk_ids)
+seconds = time.perf_counter() - start
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert out.last_hidden_state is not None and out.last_hidden_state.shape[1] == length  # one pass
+print(json.dumps({"length": length, "seconds": seconds, "peak_mib": (after - before) / 1024,
+                  "chunks": int(out.chunk_mask.sum())}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 4096, 8192, 16384, 32768])
+    parser.add_argument("--hidden", type=int, default=64)
+    args = parser.parse_args()
+    rows = []
+    for length in args.lengths:
+        result = subprocess.run([sys.executable, "-c", CHILD, str(length), str(args.hidden)], capture_output=True,
+                                text=True)
+        if result.returncode != 0:
+            print(result.stderr, file=sys.stderr)
+            return 1
+        rows.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    lines = ["| tokens | chunks | one pass, s | peak memory above baseline, MiB |", "|---|---|---|---|"]
+    lines += [f"| {r['length']} | {r['chunks']} | {r['seconds']:.2f} | {r['peak_mib']:.0f} |" for r in rows]
+    by_length = {r["length"]: r for r in rows}
+    ratio = None
+    if 32768 in by_length and 16384 in by_length:
+        ratio = by_length[32768]["peak_mib"] / by_length[16384]["peak_mib"]
+        lines += ["", f"Peak memory 32k / 16k: **{ratio:.2f}** (target ≤ 2.2; a T×T mask would give 4)."]
+    print("\n".join(lines))
+    write_result("long_documents", "python bench/long_documents.py", lines, {"rows": rows, "ratio_32k_16k": ratio})
+    if ratio is not None:
+        print(f"ratio peak memory 32k/16k: {ratio:.2f}")
+    else:
+        print(f"ratio peak memory last/first: {rows[-1]['peak_mib'] / max(rows[0]['peak_mib'], 1e-9):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

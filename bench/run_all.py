@@ -1,0 +1,77 @@
+"""Run every CPU benchmark and assemble bench/RESULTS.md from their result files.
+
+    python bench/run_all.py            # all CPU benchmarks (peer: needs afterthoughts installed; ~10 min)
+    python bench/run_all.py --assemble # only rebuild RESULTS.md from bench/results/*.md
+
+The GPU benchmark (bench/gpu.py) runs only on a CUDA machine; its result file is included when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["throughput", "peer_afterthoughts", "long_documents", "search", "search_context_bench_scale", "gpu",
+         "gpu_tiny_cpu"]
+COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
+            ["search.py", "--context-bench-scale"], ["gpu.py", "--tiny"]]
+
+
+def headline(results: Path) -> list[str]:
+    def load(name):
+        path = results / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    rows = []
+    if (t := load("throughput")) is not None:
+        rows.append(f"| encoding vs a plain forward pass (same tokens, MiniLM, CPU) | {t['ratio_vs_plain']:.3f} | ≥ 0.97 |")
+        rows.append(f"| encoding vs each chunk encoded alone | {t['ratio_vs_independent']:.2f} | (what context costs) |")
+    if (p := load("peer_afterthoughts")) is not None:
+        rows.append(f"| encoding vs afterthoughts | {p['ratio']:.2f} | ≥ 1.4 |")
+        rows.append(f"| chunk cosine vs afterthoughts, mean / min | {p['cosine_mean']:.6f} / {p['cosine_min']:.4f} | "
+                    "≥ 0.9999 |")
+    if (m := load("long_documents")) is not None and m.get("ratio_32k_16k"):
+        rows.append(f"| peak memory 32k / 16k tokens | {m['ratio_32k_16k']:.2f} | ≤ 2.2 |")
+    if (s := load("search")) is not None:
+        rows.append(f"| exact search int8 / float32 throughput | {s['ratio']:.2f} | ≥ 2 |")
+    if (c := load("search_context_bench_scale")) is not None:
+        rows.append(f"| context-bench scale exact search (2.46M × 1024 int8, 2,099 queries), peak memory | "
+                    f"{c['peak_gib']:.1f} GiB | fits in 24 GB |")
+    return ["| measure | result | target |", "|---|---|---|", *rows]
+
+
+def assemble() -> None:
+    results = HERE / "results"
+    sections = [(results / f"{name}.md").read_text(encoding="utf-8") for name in ORDER
+                if (results / f"{name}.md").is_file()]
+    text = ["# Benchmark results", "",
+            "Produced by `python bench/run_all.py` (each section names its own command). Timings on these machines "
+            "are noisy, so every figure is a ratio measured side by side in one run (interleaved repeats, "
+            "medians), never a bare time to compare across runs.", "", "## Headline", "", *headline(results), "",
+            "## Details", "", *sections]
+    if not (results / "gpu.md").is_file():
+        text += ["### gpu", "", "Not measured: no GPU was available to the session that produced these results. "
+                 "`python bench/gpu.py` is the prepared command; CI runs `python bench/gpu.py --tiny` on the CPU.", ""]
+    (HERE / "RESULTS.md").write_text("\n".join(text), encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assemble", action="store_true")
+    args = parser.parse_args()
+    if not args.assemble:
+        for command in COMMANDS:
+            print("$ python bench/" + " ".join(command), flush=True)
+            code = subprocess.run([sys.executable, str(HERE / command[0]), *command[1:]]).returncode
+            if code:
+                print(f"bench/{command[0]} exited {code}", file=sys.stderr)
+    assemble()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Document encoding throughput: contextembed vs a plain transformers forward pass over the same tokens.
+
+Both sides see exactly the same token ids, batch composition and padding (taken from contextembed's own
+processor and token-budget batching); the plain side runs only `backbone(input_ids, attention_mask)`, the
+physical limit. contextembed's side is the whole `encode_documents` call: tokenisation, batching, the forward
+pass, pooling, and conversion to numpy. A third line encodes every chunk alone (the usual RAG pipeline) with
+the same backbone, to show what context costs. Repeats are interleaved; medians are compared.
+
+    python bench/throughput.py [--docs N] [--repeats R]
+
+Default model (MiniLM) on the shipped recipes set (one-sentence chunks). Last line: the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import interleaved, write_result  # noqa: E402
+
+import contextembed  # noqa: E402
+from contextembed.encoder import token_budget_batches  # noqa: E402
+from contextembed.evaluation.cli import shipped_dataset  # noqa: E402
+from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=160, help="documents from the shipped set (default all 160)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--model", help="checkpoint (default: the default model)")
+    args = parser.parse_args()
+
+    encoder = contextembed.load(args.model)
+    documents, _ = load_context_bench(shipped_dataset())
+    docs = [d.sentences for d in documents[: args.docs]]
+    rows = encoder.processor.encode_documents(docs, task="document")
+    batches = [encoder.processor.pad([rows[i] for i in batch])
+               for batch in token_budget_batches([len(r["input_ids"]) for r in rows], args.batch_size, 16384)]
+    backbone = encoder.model.backbone
+    tokens = sum(len(r["input_ids"]) for r in rows)
+    chunks = [[s] for doc in docs for s in doc]
+
+    def plain():
+        with torch.inference_mode():
+            for batch in batches:
+                backbone(input_ids=batch["input_ids"], attention_mask=batch["token_attention_mask"])
+
+    def ours():
+        encoder.encode_documents(docs, batch_size=args.batch_size, show_progress_bar=False)
+
+    def independent():
+        encoder.encode_documents(chunks, batch_size=args.batch_size, show_progress_bar=False)
+
+    seconds = interleaved({"plain forward": plain, "contextembed": ours, "chunks alone": independent},
+                          repeats=args.repeats)
+    ratio = seconds["plain forward"] / seconds["contextembed"]
+    context_cost = seconds["chunks alone"] / seconds["contextembed"]
+    lines = [
+        f"{len(docs)} documents, {len(chunks)} one-sentence chunks, {tokens} tokens with late chunking.",
+        "",
+        "| pipeline | median s | relative throughput |",
+        "|---|---|---|",
+        *(f"| {name} | {s:.3f} | {seconds['contextembed'] / s:.2f}× contextembed |" for name, s in seconds.items()),
+        "",
+        f"Throughput of contextembed / plain forward on the same tokens: **{ratio:.3f}** (target ≥ 0.97).",
+        f"Throughput of contextembed / each chunk encoded alone: **{context_cost:.2f}**.",
+    ]
+    print("\n".join(lines))
+    write_result("throughput", "python bench/throughput.py", lines,
+                 {"seconds": seconds, "ratio_vs_plain": ratio, "ratio_vs_independent": context_cost,
+                  "documents": len(docs), "chunks": len(chunks), "tokens": tokens})
+    print(f"ratio contextembed/plain-forward throughput: {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Every benchmark starts and finishes at a tiny size (no timing is asserted: timings are not tests)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+CASES = {
+    "throughput": ["throughput.py", "--docs", "4", "--repeats", "1"],
+    "long_documents": ["long_documents.py", "--lengths", "512", "1024"],
+    "search": ["search.py", "--chunks", "5000", "--dim", "64", "--queries", "4", "--repeats", "1"],
+    "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_benchmark_runs(name, default_model_cache, tmp_path, monkeypatch):
+    script, *args = CASES[name]
+    env = {**__import__("os").environ, "CONTEXTEMBED_BENCH_RESULTS": str(tmp_path)}
+    result = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert ":" in last and any(ch.isdigit() for ch in last.split(":")[-1])
+    assert list(tmp_path.glob("*.md")) and list(tmp_path.glob("*.json"))
+
+
+def test_peer_benchmark_explains_a_missing_peer(default_model_cache, tmp_path):
+    if importlib.util.find_spec("afterthoughts") is not None:
+        pytest.skip("afterthoughts is installed here; the missing-peer message cannot be observed")
+    result = subprocess.run([sys.executable, str(BENCH / "peer_afterthoughts.py")], capture_output=True, text=True)
+    assert result.returncode == 2 and "pip install afterthoughts accelerate" in result.stderr
+
+
+def test_results_file_is_assembled_from_result_files():
+    text = (BENCH / "RESULTS.md").read_text(encoding="utf-8")
+    for section in ("throughput", "peer_afterthoughts", "long_documents", "search"):
+        assert f"### {section}" in text
