@@ -172,3 +172,13 @@ class TestMatryoshkaAndDtype:
         out = encode(model, processor, DOCS)
         assert out.chunk_embeddings.dtype == torch.float32
         assert torch.isfinite(out.chunk_embeddings).all()
+
+
+class TestAttentionImplementations:
+    @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+    def test_implementation_reaches_the_backbone(self, checkpoint_dir, model_and_processor, implementation):
+        reference, processor = model_and_processor
+        model = AutoModel.from_pretrained(checkpoint_dir, attn_implementation=implementation)
+        assert model.backbone.config._attn_implementation == implementation
+        a, b = encode(model, processor, DOCS), encode(reference, processor, DOCS)
+        assert (a.chunk_embeddings - b.chunk_embeddings).abs().max() <= 1e-5

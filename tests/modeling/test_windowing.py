@@ -127,3 +127,24 @@ class TestPlan:
         assert all(we - ws <= 32 for ws, we in windows)
         assert windows[0][0] == 0 and windows[-1][1] == position - 1
         assert all(b[0] > a[0] and b[1] > a[1] for a, b in zip(windows, windows[1:]))
+
+
+class TestSinglePassAt32k:
+    def test_32768_tokens_in_one_pass_on_a_rope_backbone(self):
+        from transformers import Qwen3Config
+
+        from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel
+
+        text_config = Qwen3Config(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  num_key_value_heads=2, head_dim=8, intermediate_size=64,
+                                  max_position_embeddings=32768)
+        model = ContextEmbedModel(ContextEmbedConfig.reference(text_config, chunk_token_id=3)).eval()
+        length = 32768
+        ids = torch.randint(5, 100, (1, length))
+        chunk_ids = torch.arange(length).div(256, rounding_mode="floor").unsqueeze(0)
+        chunk_ids[:, 0] = chunk_ids[:, -1] = -1
+        with torch.inference_mode():
+            out = model(input_ids=ids, chunk_ids=chunk_ids)
+        assert out.last_hidden_state is not None and out.last_hidden_state.shape[1] == length  # not windowed
+        assert out.chunk_embeddings.shape == (1, 128, 2048)
+        assert torch.isfinite(out.chunk_embeddings).all()
