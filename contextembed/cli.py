@@ -122,20 +122,21 @@ def _embed_corpus(model, args):
     return root, documents, results
 
 
+def _chunk_records(documents, results) -> list[dict]:
+    """One record per chunk, in row order: the `chunks.jsonl` schema."""
+    return [{"doc": i, "path": d.path, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
+            for i, (d, r) in enumerate(zip(documents, results)) for j, c in enumerate(r.chunks)]
+
+
 def _encode(args) -> int:
     from contextembed.corpus import write_index
     from contextembed.quantization import quantize
 
     model = _load(args)
     root, documents, results = _embed_corpus(model, args)
-    rows, chunks = [], []
-    for doc_index, (document, result) in enumerate(zip(documents, results)):
-        rows.append(result.embeddings)
-        chunks.extend({"doc": doc_index, "path": document.path, "chunk": j, "start": c.start, "end": c.end,
-                       "text": c.text} for j, c in enumerate(result.chunks))
+    rows, chunks = [r.embeddings for r in results], _chunk_records(documents, results)
     embeddings = quantize(np.concatenate(rows), args.precision, model.config.int8_clip_sigmas)
-    meta = {"model": args.model or "default", "dim": int(embeddings.shape[1]) if args.precision not in
-            ("binary", "ubinary") else int(np.concatenate(rows).shape[1]), "precision": args.precision,
+    meta = {"model": args.model or "default", "dim": int(rows[0].shape[1]), "precision": args.precision,
             "int8_clip_sigmas": model.config.int8_clip_sigmas, "chunker": str(_chunker(args)),
             "num_documents": len(documents), "root": str(Path(root).resolve()),
             "documents": [d.path for d in documents]}
@@ -170,8 +171,7 @@ def _search(args) -> int:
         _, documents, results = _embed_corpus(model, args)
         texts = {d.path: d.text for d in documents}
         vectors = np.concatenate([r.embeddings for r in results])
-        chunk_records = [{"doc": i, "path": d.path, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
-                         for i, (d, r) in enumerate(zip(documents, results)) for j, c in enumerate(r.chunks)]
+        chunk_records = _chunk_records(documents, results)
         precision, dim = "float32", args.dim
     query = model.encode_queries([args.query], dim=dim, show_progress_bar=False)
     if precision == "int8":
