@@ -10,18 +10,23 @@ from pathlib import Path
 FORMATS = ("context-bench", "conteb", "beir")
 
 
-def shipped_dataset() -> Path:
-    """The contextual evaluation set that ships with the package (see its SOURCE.md)."""
-    return Path(str(files("contextembed").joinpath("evaluation", "data", "recipes")))
+SHIPPED = ("recipes", "pyfaq")
+
+
+def shipped_dataset(name: str = "recipes") -> Path:
+    """A contextual evaluation set that ships with the package (see its SOURCE.md): `recipes` or `pyfaq`."""
+    if name not in SHIPPED:
+        raise ValueError(f"shipped sets are {SHIPPED}, got {name!r}")
+    return Path(str(files("contextembed").joinpath("evaluation", "data", name)))
 
 
 def add_evaluate_command(commands) -> None:
     evaluate = commands.add_parser(
         "evaluate", help="score a model on a context-bench, ConTEB or BEIR/Q2D-style dataset",
         description="Embeds, searches exhaustively and scores. Without DATA, runs the shipped contextual "
-                    "evaluation set (context-bench style): late chunking vs each sentence alone vs one vector "
-                    "per document.")
-    evaluate.add_argument("data", nargs="?", help="dataset folder (default: the shipped recipes set)")
+                    "evaluation sets (context-bench style: recipes, then the Python FAQ): late chunking vs each "
+                    "sentence alone vs one vector per document.")
+    evaluate.add_argument("data", nargs="?", help="dataset folder (default: the shipped sets)")
     evaluate.add_argument("--format", choices=FORMATS, default="context-bench", help="dataset layout")
     evaluate.add_argument("--model", help="checkpoint folder or Hub id (default: the default model)")
     evaluate.add_argument("--device", default="cpu")
@@ -39,34 +44,43 @@ def evaluate_command(args) -> int:
     from contextembed.evaluation import loaders, protocols, report
     from contextembed.evaluation.context_bench import run_context_bench
 
-    data = Path(args.data) if args.data else shipped_dataset()
-    if not data.is_dir():
-        raise ValueError(f"dataset folder {str(data)!r} does not exist")
+    if args.data is not None and not Path(args.data).is_dir():
+        raise ValueError(f"dataset folder {args.data!r} does not exist")
     if any(k <= 0 for k in args.k):
         raise ValueError(f"--k values must be positive integers, got {args.k}")
+    if args.data is None and args.format != "context-bench":
+        raise ValueError("the shipped sets are in the context-bench layout: pass DATA for other formats")
     encoder = contextembed.load(args.model, device=args.device)
     options = {"batch_size": args.batch_size, "show_progress_bar": False if args.no_progress else None}
-    if args.format == "context-bench":
-        documents, queries = loaders.load_context_bench(data)
-        results = run_context_bench(encoder, documents, queries, ks=sorted(set(args.k)), **options)
-        columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in sorted(args.k)]
-        table = report.context_bench_table(results, columns)
-        if any("by_capability" in r for r in results.values()):
-            table += "\n\n" + report.capability_table(results, [f"Answer@{k}" for k in sorted(set(args.k))])
-    elif args.format == "conteb":
-        folders = [data] if any(data.glob("documents.*")) else sorted(p for p in data.iterdir() if p.is_dir())
-        results = protocols.run_conteb(encoder, [loaders.load_conteb_task(f) for f in folders], **options)
-        table = report.conteb_table(results)
-    else:
-        results = protocols.run_q2d(encoder, loaders.load_beir(data), max_tokens=args.max_tokens,
-                                    chunker=args.chunker, **options)
-        table = report.q2d_table(results)
+    datasets = {Path(args.data).name: Path(args.data)} if args.data else {n: shipped_dataset(n) for n in SHIPPED}
+    results, tables = {}, []
+    for name, data in datasets.items():
+        if args.format == "context-bench":
+            documents, queries = loaders.load_context_bench(data)
+            ks = sorted(set(args.k))
+            results[name] = run_context_bench(encoder, documents, queries, ks=ks, **options)
+            columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
+            table = report.context_bench_table(results[name], columns)
+            if any("by_capability" in r for r in results[name].values()):
+                table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks])
+        elif args.format == "conteb":
+            folders = [data] if any(data.glob("documents.*")) else sorted(p for p in data.iterdir() if p.is_dir())
+            results[name] = protocols.run_conteb(encoder, [loaders.load_conteb_task(f) for f in folders], **options)
+            table = report.conteb_table(results[name])
+        else:
+            results[name] = protocols.run_q2d(encoder, loaders.load_beir(data), max_tokens=args.max_tokens,
+                                              chunker=args.chunker, **options)
+            table = report.q2d_table(results[name])
+        tables.append(f"#### {name}\n\n{table}")
+    table = "\n\n".join(tables)
+    data = ", ".join(datasets)
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"dataset": str(data), "format": args.format, "model": args.model or "default", "results": results}
+    payload = {"datasets": {n: str(p) for n, p in datasets.items()}, "format": args.format,
+               "model": args.model or "default", "results": results}
     (out / "results.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    header = f"Model: {args.model or 'default (all-MiniLM-L6-v2, late chunking)'}; data: {data.name}; metrics in %.\n\n"
+    header = f"Model: {args.model or 'default (all-MiniLM-L6-v2, late chunking)'}; data: {data}; metrics in %.\n\n"
     (out / "results.md").write_text(header + table + "\n", encoding="utf-8")
     print(header + table)
     print(f"\nwrote {out / 'results.json'} and {out / 'results.md'}")

@@ -21,8 +21,8 @@ def published_table() -> str:
 def test_evaluate_shipped_set(default_model_cache, tmp_path, capsys):
     assert main(["evaluate", "--no-progress", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())["results"]
-    assert results["contextual"]["queries"] == 281
-    assert results["contextual"]["Answer@10"] > results["independent"]["Answer@10"]
+    assert results["recipes"]["contextual"]["queries"] == 281 and results["pyfaq"]["contextual"]["queries"] == 178
+    assert results["recipes"]["contextual"]["Answer@10"] > results["recipes"]["independent"]["Answer@10"]
     table = (tmp_path / "results.md").read_text().split("\n\n", 1)[1].strip()
     assert table == published_table(), (
         "the results published in default_model_results.md (model card, README) differ from what "
@@ -34,3 +34,13 @@ def test_evaluate_shipped_set(default_model_cache, tmp_path, capsys):
 def test_evaluate_errors(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "missing"), "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["evaluate", "--format", "beir", "--out", str(tmp_path)]) == 2
+    assert "pass DATA for other formats" in capsys.readouterr().err
+
+
+def test_evaluate_a_given_folder(default_model_cache, tmp_path, capsys):
+    from contextembed.evaluation.cli import shipped_dataset
+
+    assert main(["evaluate", str(shipped_dataset("recipes")), "--k", "5", "--no-progress", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert set(results) == {"recipes"} and "Answer@5" in results["recipes"]["contextual"]
