@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["throughput", "peer_afterthoughts", "long_documents", "search", "search_context_bench_scale", "gpu",
-         "gpu_tiny_cpu"]
+ORDER = ["throughput", "peer_afterthoughts", "long_documents", "search", "search_backends",
+         "search_context_bench_scale", "gpu", "gpu_tiny_cpu"]
 COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
+            ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
             ["search.py", "--context-bench-scale"], ["gpu.py", "--tiny"]]
 
 
@@ -38,6 +39,12 @@ def headline(results: Path) -> list[str]:
         rows.append(f"| peak memory 32k / 16k tokens | {m['ratio_32k_16k']:.2f} | ≤ 2.2 |")
     if (s := load("search")) is not None:
         rows.append(f"| exact search int8 / float32 throughput | {s['ratio']:.2f} | ≥ 2 |")
+    if (b := load("search_backends")) is not None:
+        ours = b["seconds"]["int8"]
+        for name, value in b["seconds"].items():
+            if name not in ("float32", "int8"):
+                rows.append(f"| exact search throughput, contextembed int8 / {name} (200k × 1024, 64 queries) | "
+                            f"{value / ours:.1f} | > 1: no optional backend needed |")
     if (c := load("search_context_bench_scale")) is not None:
         rows.append(f"| context-bench scale exact search (2.46M × 1024 int8, 2,099 queries), peak memory | "
                     f"{c['peak_gib']:.1f} GiB | fits in 24 GB |")

@@ -8,6 +8,7 @@ beside its codes on a 24 GB machine.
 
     python bench/search.py [--chunks 1000000] [--dim 1024] [--queries 256]
     python bench/search.py --context-bench-scale
+    python bench/search.py --backends --chunks 200000 --queries 64   # vs usearch / faiss-cpu, if installed
 
 Last line: the int8/float32 throughput ratio (or, at context-bench scale, queries per second).
 """
@@ -52,6 +53,8 @@ def main() -> int:
     parser.add_argument("--chunks-per-doc", type=int, default=63)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--context-bench-scale", action="store_true")
+    parser.add_argument("--backends", action="store_true",
+                        help="compare with usearch (exact int8) and faiss-cpu (knn, float32) where installed")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
 
@@ -87,8 +90,23 @@ def main() -> int:
             results[name] = exact_search(q, corpus, doc_ids, top_k_documents=10, top_k_chunks=10, best_chunks=False)
         return go
 
-    seconds = interleaved({"float32": run("float32", queries, vectors), "int8": run("int8", query_codes, codes)},
-                          repeats=args.repeats, warmup=0)
+    candidates = {"float32": run("float32", queries, vectors), "int8": run("int8", query_codes, codes)}
+    if args.backends:
+        try:
+            from usearch.index import MetricKind, search as usearch_search
+
+            candidates["usearch exact int8 (chunks only)"] = lambda: usearch_search(codes, query_codes, 10,
+                                                                                    MetricKind.IP, exact=True)
+        except ImportError:
+            print("usearch not installed: skipped", file=sys.stderr)
+        try:
+            import faiss
+
+            candidates["faiss.knn float32 (chunks only)"] = lambda: faiss.knn(queries, vectors, 10,
+                                                                               metric=faiss.METRIC_INNER_PRODUCT)
+        except ImportError:
+            print("faiss-cpu not installed: skipped", file=sys.stderr)
+    seconds = interleaved(candidates, repeats=args.repeats, warmup=1 if args.backends else 0)
     ratio = seconds["float32"] / seconds["int8"]
     overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(results["float32"].chunk_rows,
                                                                   results["int8"].chunk_rows)])
@@ -100,12 +118,16 @@ def main() -> int:
         f"| float32 | {vectors.nbytes / 2**30:.2f} GiB | {seconds['float32']:.2f} | "
         f"{args.queries / seconds['float32']:.0f} |",
         f"| int8 | {codes.nbytes / 2**30:.2f} GiB | {seconds['int8']:.2f} | {args.queries / seconds['int8']:.0f} |",
+        *(f"| {name} | | {value:.2f} | {args.queries / value:.0f} |" for name, value in seconds.items()
+          if name not in ("float32", "int8")),
         "",
         f"int8 / float32 throughput: **{ratio:.2f}** (target ≥ 2); top-10 chunk overlap with float32: {overlap:.1%}.",
     ]
     print("\n".join(lines))
-    write_result("search", f"python bench/search.py --chunks {args.chunks} --dim {args.dim} --queries {args.queries}",
-                 lines, {"seconds": seconds, "ratio": ratio, "top10_overlap": overlap})
+    name = "search_backends" if args.backends else "search"
+    command = f"python bench/search.py {'--backends ' if args.backends else ''}--chunks {args.chunks} " \
+              f"--dim {args.dim} --queries {args.queries}"
+    write_result(name, command, lines, {"seconds": seconds, "ratio": ratio, "top10_overlap": overlap})
     print(f"ratio int8/float32 search throughput: {ratio:.2f}")
     return 0
 
