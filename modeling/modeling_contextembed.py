@@ -195,17 +195,16 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
             L2-normalise the chunk vectors; defaults to `config.normalize`.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        chunk_mask = attention_mask
         if chunk_ids is None:
-            if token_attention_mask is None:
-                token_attention_mask = attention_mask
+            token_attention_mask = attention_mask if token_attention_mask is None else token_attention_mask
             chunk_ids = self.chunk_ids_from_separators(input_ids, token_attention_mask)
+            chunk_mask = None
+        if chunk_mask is None:
+            # Chunks 0..max per row: the padding chunks of shorter rows are masked out.
             num_chunks = int(chunk_ids.max().clamp(min=0)) + 1
-            chunk_mask = (torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values)
-        else:
-            chunk_mask = attention_mask
-            num_chunks = chunk_mask.shape[1] if chunk_mask is not None else int(chunk_ids.max().clamp(min=0)) + 1
-            if chunk_mask is None:
-                chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
+            chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
+        num_chunks = chunk_mask.shape[1]
         if token_attention_mask is None:
             token_attention_mask = torch.ones_like(input_ids)
         chunk_mask = chunk_mask.long()
