@@ -39,7 +39,7 @@ class TestSavedFiles:
 
     def test_no_auto_map_anywhere(self, checkpoint_dir):
         for path in checkpoint_dir.rglob("*.json"):
-            assert "auto_map" not in path.read_text(), path
+            assert 'auto_map' not in path.read_text(), path
 
     def test_processor_config_names_the_registered_class(self, checkpoint_dir):
         config = json.loads((checkpoint_dir / "processor_config.json").read_text())

@@ -45,7 +45,7 @@ class TestRoundTrip:
         assert loaded.to_dict() == config.to_dict()
         assert loaded.text_config.model_type == family
         assert loaded.text_config.is_causal is False
-        assert "auto_map" not in json.loads((tmp_path / "config.json").read_text())
+        assert 'auto_map' not in json.loads((tmp_path / "config.json").read_text())
 
     def test_dict_text_config(self):
         config = ContextEmbedConfig(text_config={"model_type": "qwen3", "hidden_size": 32, "num_attention_heads": 4})
