@@ -178,6 +178,7 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         token_type_ids: torch.LongTensor | None = None,
         output_dim: int | None = None,
         normalize: bool | None = None,
+        window_length: torch.Tensor | int | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
@@ -193,6 +194,8 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
             Matryoshka size for this call; defaults to `config.output_dim` (or the full size).
         normalize (`bool`, *optional*):
             L2-normalise the chunk vectors; defaults to `config.normalize`.
+        window_length (`int` or `torch.Tensor` of shape `(batch_size,)`, *optional*):
+            Tokens per forward pass for this call (the processor's `max_length`), capped by `config.window_length`.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         chunk_mask = attention_mask
@@ -211,6 +214,8 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
 
         lengths = token_attention_mask.sum(1)  # (B,)
         window = self.config.window_length
+        if window_length is not None:
+            window = min(window, int(torch.as_tensor(window_length).max()))
         hidden = None
         all_hidden = None
         if bool((lengths <= window).all()):

@@ -93,11 +93,13 @@ class ContextEmbedProcessor(ProcessorMixin):
                 at the start of the first chunk (where sentence-transformers puts its prompt).
             titles: optional text per document, kept in every window as context and never pooled.
             return_tensors: `"pt"` for torch tensors, `None` for lists.
-            max_length: the window budget; only `long_documents="error"` acts on it.
+            max_length: the window budget (sentence-transformers passes its `max_seq_length` here). It is never a
+                cut: with `long_documents="window"` it becomes the model's window for this batch, with `"error"`
+                the limit a document may not exceed.
 
         Returns:
             `input_ids`, `token_attention_mask` (B, T), `chunk_ids` (B, T; -1 outside chunks) and
-            `attention_mask`, the chunk mask (B, C).
+            `attention_mask`, the chunk mask (B, C); with `max_length`, also `window_length` (B,).
         """
         if images is not None or videos is not None or audio is not None:
             raise ValueError("ContextEmbedProcessor takes text only")
@@ -105,10 +107,21 @@ class ContextEmbedProcessor(ProcessorMixin):
         common_kwargs = common_kwargs or {}
         return_tensors = common_kwargs.get("return_tensors", text_kwargs.get("return_tensors", return_tensors))
         max_length = max_length or text_kwargs.get("max_length")
+        if max_length is None and text_kwargs.get("truncation") not in (None, False, "do_not_truncate"):
+            # A caller asking for truncation (sentence-transformers always does) sets its budget through the
+            # tokenizer's model_max_length (ST's max_seq_length): it becomes the window, never a cut.
+            limit = getattr(self.tokenizer, "model_max_length", None)
+            max_length = limit if isinstance(limit, int) and limit < 10**7 else None
         rows = self.encode_documents(
             text, task=task, titles=titles, max_length=max_length, long_documents=long_documents
         )
-        return self.pad(rows, return_tensors=return_tensors)
+        batch = self.pad(rows, return_tensors=return_tensors)
+        if max_length:
+            if not isinstance(max_length, int) or max_length <= 0:
+                raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+            window = [max_length] * len(rows)
+            batch["window_length"] = torch.tensor(window) if return_tensors == "pt" else window
+        return batch
 
     def encode_documents(
         self,

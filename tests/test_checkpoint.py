@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -96,6 +97,21 @@ class TestSentenceTransformers:
         one = st.encode_document(docs, output_value="token_embeddings", batch_size=1)
         many = st.encode_document(docs, output_value="token_embeddings", batch_size=32)
         assert all((a - b).abs().max() <= 1e-5 for a, b in zip(one, many))
+
+    def test_max_seq_length_is_a_window_not_a_cut(self, built):
+        path, model, processor = built["bert"]
+        st = ContextEmbedSentenceTransformer(str(path), device="cpu")
+        st.max_seq_length = 32
+        docs = [[f"chunk {i} of the lease" for i in range(12)]]  # well over 32 tokens
+        (got,) = st.encode_document(docs, output_value="token_embeddings")
+        assert got.shape == (12, 16)  # every chunk kept
+        narrow = copy.deepcopy(model)
+        narrow.config.max_seq_length = 32
+        with torch.inference_mode():
+            expected = narrow(**processor(docs)).chunk_embeddings[0]
+            wide = model(**processor(docs)).chunk_embeddings[0]
+        assert (got.cpu() - expected).abs().max() <= 1e-5
+        assert (got.cpu() - wide).abs().max() > 1e-4  # the 32-token window was used, not the checkpoint's 64
 
     def test_query_is_one_vector(self, built):
         st = ContextEmbedSentenceTransformer(str(built["bert"][0]), device="cpu")
