@@ -97,11 +97,9 @@ def default_model_card_fields() -> dict:
 def render_default_model_card() -> str:
     """The default model's card, as `MODEL_CARD.md` holds it (`python -m contextembed.default_model`)."""
     from contextembed.model_card import render_model_card
-    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.modeling import ContextEmbedConfig, ContextEmbedProcessor
 
     path = default_model_path()
-    from contextembed.modeling import ContextEmbedConfig
-
     return render_model_card(ContextEmbedConfig.from_pretrained(path), ContextEmbedProcessor.from_pretrained(path),
                              **default_model_card_fields())
 

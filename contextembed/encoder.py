@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
 from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
@@ -187,13 +186,8 @@ class ContextEmbedder:
             for batch_indices in progress:
                 features = self.processor.pad([rows[i] for i in batch_indices])
                 features = {k: v.to(self.device) for k, v in features.items()}
-                out = self.model(**features, normalize=False)
-                vectors = out.chunk_embeddings  # (B, C, full D), projected, not yet cut or normalised
-                if dim is not None:
-                    vectors = vectors[..., :dim]
-                if normalize:
-                    vectors = F.normalize(vectors, dim=-1)
-                vectors = vectors.float().cpu().numpy()
+                out = self.model(**features, output_dim=dim, normalize=normalize)
+                vectors = out.chunk_embeddings.float().cpu().numpy()  # (B, C, D), cut and normalised by the model
                 for row, i in enumerate(batch_indices):
                     results[i] = vectors[row, : rows[i]["num_chunks"]]
         if precision != "float32":
