@@ -64,7 +64,8 @@ def main() -> int:
         doc_ids = np.sort(rng.integers(0, n_docs, size=n))
         queries = quantize(unit_rows(rng, n_queries, dim), "int8")
         start = time.perf_counter()
-        result = exact_search(queries, codes, doc_ids, top_k_documents=10, top_k_chunks=10, best_chunks=False)
+        result = exact_search(queries, codes, doc_ids, top_k_documents=10, top_k_chunks=10, best_chunks=False,
+                              precision="int8")
         seconds = time.perf_counter() - start
         peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         lines = [f"{n:,} chunks × {dim}-d int8 ({codes.nbytes / 2**30:.2f} GiB), {n_docs:,} documents, "
@@ -87,7 +88,8 @@ def main() -> int:
 
     def run(name, q, corpus):
         def go():
-            results[name] = exact_search(q, corpus, doc_ids, top_k_documents=10, top_k_chunks=10, best_chunks=False)
+            results[name] = exact_search(q, corpus, doc_ids, top_k_documents=10, top_k_chunks=10, best_chunks=False,
+                                         precision=name)
         return go
 
     candidates = {"float32": run("float32", queries, vectors), "int8": run("int8", query_codes, codes)}

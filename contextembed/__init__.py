@@ -21,9 +21,19 @@ from contextembed.encoder import ChunkedEmbeddings, ContextEmbedder  # noqa: E40
 from contextembed.quantization import PRECISIONS, quantize  # noqa: E402
 from contextembed.scoring import maxsim, top_k  # noqa: E402
 from contextembed.search import SearchResult, exact_search  # noqa: E402
-from contextembed.st import ContextEmbedSentenceTransformer, as_chunked  # noqa: E402
 
 __version__ = "0.1.0"
+
+# Imported on first use: sentence-transformers (and the sklearn and scipy it pulls in) costs seconds at import.
+_LAZY = {"ContextEmbedSentenceTransformer": "contextembed.st", "as_chunked": "contextembed.st"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'contextembed' has no attribute {name!r}")
 
 
 def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
@@ -37,6 +47,7 @@ def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
 
         path_or_id = default_model_path()
     return ContextEmbedder.from_pretrained(path_or_id, **kwargs)
+
 
 __all__ = [
     "PRECISIONS",

@@ -69,17 +69,18 @@ def build_checkpoint(
         document_prefix=document_prefix,
         window_head_tokens=window_head_tokens,
     )
+    # Explicit arguments override the preset; a preset's Matryoshka dims above a smaller projection are dropped.
+    overrides = {"embedding_dim": embedding_dim, "matryoshka_dims": matryoshka_dims, "max_seq_length": max_seq_length}
+    options.update({name: value for name, value in overrides.items() if value is not None})
     if preset == "reference":
+        if embedding_dim is not None and matryoshka_dims is None:
+            options["matryoshka_dims"] = [d for d in (1024, 2048) if d <= embedding_dim] or None
+        positions = getattr(backbone_model.config, "max_position_embeddings", None)
+        if max_seq_length is None and isinstance(positions, int) and positions < 32768:
+            options["max_seq_length"] = positions  # the reference's 32k, or as far as this backbone reaches
         config = ContextEmbedConfig.reference(backbone_model.config, **options)
     else:
         config = ContextEmbedConfig(text_config=backbone_model.config, **options)
-    for name, value in (("embedding_dim", embedding_dim), ("matryoshka_dims", matryoshka_dims),
-                        ("max_seq_length", max_seq_length)):
-        if value is not None:
-            setattr(config, name, sorted(value) if name == "matryoshka_dims" else value)
-    if embedding_dim is not None and matryoshka_dims is None and config.matryoshka_dims:
-        config.matryoshka_dims = [d for d in config.matryoshka_dims if d <= embedding_dim] or None
-    config._validate()
 
     model = ContextEmbedModel(config)
     model.backbone.load_state_dict(backbone_model.state_dict())
@@ -89,13 +90,13 @@ def build_checkpoint(
     _add_separator_row(model, tokenizer, chunk_token_id)
     model.eval()
 
-    tokenizer.model_max_length = config.window_length
+    tokenizer.model_max_length = config.max_seq_length
     processor = ContextEmbedProcessor(
         tokenizer,
         chunk_token=chunk_token,
         query_prefix=query_prefix,
         document_prefix=document_prefix,
-        max_length=config.window_length,
+        max_seq_length=config.max_seq_length,
     )
     if output_dir is not None:
         save_checkpoint(model, processor, output_dir, card=card)

@@ -8,8 +8,11 @@ windows from the model's own tokenizer offsets.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from numbers import Integral
+
+from contextembed.modeling.processing_contextembed import check_text
 
 CHUNKERS = ("sentences", "paragraphs", "markdown", "tokens")
 
@@ -93,13 +96,15 @@ ChunkerLike = str | TokenWindows | Callable[[str], Sequence]
 def chunk_text(text: str, chunker: ChunkerLike = "sentences", tokenizer=None) -> list[Chunk]:
     """Split `text` with a named chunker (`CHUNKERS`), a `TokenWindows`, or any callable.
 
-    A callable may return strings (found in order in `text`), `(start, end)` spans or `Chunk`s.
+    A callable may return strings (found in order in `text`), `(start, end)` spans or `Chunk`s, in document
+    order (each starting at or after the previous one's start).
 
     >>> [c.start for c in chunk_text("ab ab", lambda t: ["ab", "ab"])]
     [0, 3]
     """
     if not isinstance(text, str):
         raise ValueError(f"raw text must be a str, got {type(text).__name__}")
+    check_text(text, "the text")
     if isinstance(chunker, str):
         if chunker not in CHUNKERS:
             raise ValueError(f"chunker must be one of {CHUNKERS} or a callable, got {chunker!r}")
@@ -111,7 +116,14 @@ def chunk_text(text: str, chunker: ChunkerLike = "sentences", tokenizer=None) ->
         return chunker(text, tokenizer)
     if not callable(chunker):
         raise ValueError(f"chunker must be one of {CHUNKERS} or a callable, got {type(chunker).__name__}")
-    return _locate(text, chunker(text))
+    pieces = chunker(text)
+    if pieces is None or isinstance(pieces, (str, bytes)) or not isinstance(pieces, Iterable):
+        raise ValueError(f"the chunker returned {type(pieces).__name__}: it must return a list of strings, "
+                         "(start, end) spans or Chunks")
+    chunks = _locate(text, list(pieces))
+    if not chunks and text.strip():
+        raise ValueError("the chunker returned no chunks for a non-empty text")
+    return chunks
 
 
 def _locate(text: str, pieces: Sequence) -> list[Chunk]:
@@ -128,8 +140,15 @@ def _locate(text: str, pieces: Sequence) -> list[Chunk]:
             start, end = piece
         else:
             raise ValueError(f"a chunker must return strings, (start, end) spans or Chunks; chunk {i} is {piece!r}")
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)):
+        if not all(isinstance(x, Integral) and not isinstance(x, bool) for x in (start, end)):
+            raise ValueError(f"chunk {i} has span ({start!r}, {end!r}): offsets must be integers, got "
+                             f"{type(start).__name__} and {type(end).__name__}")
+        start, end = int(start), int(end)
+        if not 0 <= start <= end <= len(text):
             raise ValueError(f"chunk {i} has span ({start}, {end}) outside the text of length {len(text)}")
+        if chunks and start < chunks[-1].start:
+            raise ValueError(f"chunk {i} starts at {start}, before chunk {i - 1} (at {chunks[-1].start}): a chunker "
+                             "must return chunks in document order")
         chunks.append(Chunk(text[start:end], start, end))
         cursor = end
     return chunks

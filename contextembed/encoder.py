@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,8 +77,8 @@ class ContextEmbedder:
         return next(self.model.parameters()).device
 
     @property
-    def dim(self) -> int:
-        """Size of the vectors returned by default (the full, un-cut size)."""
+    def output_dim(self) -> int:
+        """Size of the vectors returned by default (the checkpoint's `output_dim`, else the full size)."""
         return self.config.output_dim or self.config.full_dim
 
     def encode_documents(
@@ -91,16 +91,17 @@ class ContextEmbedder:
         max_tokens_per_batch: int = 16384,
         show_progress_bar: bool | None = None,
         convert_to_tensor: bool = False,
-        dim: int | None = None,
+        output_dim: int | None = None,
         precision: str = "float32",
         normalize: bool = True,
         long_documents: str = "window",
+        empty_chunks: str = "error",
     ) -> list[np.ndarray] | list[ChunkedEmbeddings]:
         """Embed every chunk of every document with the whole document in view.
 
         Args:
-            documents: each a list of chunk strings (kept exactly), or a raw string. A raw string is one chunk
-                unless `chunker` is given.
+            documents: a list (or any iterable) of documents, each a list of chunk strings (kept exactly) or a
+                raw string. A raw string is one chunk unless `chunker` is given.
             chunker: `"sentences"`, `"paragraphs"`, `"markdown"`, `"tokens"`, a `TokenWindows` or a callable;
                 documents must then be raw strings, and each result carries its chunk texts and offsets.
             titles: optional text per document, kept as context in every window and never pooled.
@@ -108,16 +109,17 @@ class ContextEmbedder:
             max_tokens_per_batch: most padded tokens per forward pass (documents are sorted by length).
             show_progress_bar: `None` shows it when there are more than 8 batches.
             convert_to_tensor: return torch tensors instead of numpy arrays.
-            dim: Matryoshka size (one of the checkpoint's dims); cut, then re-normalised.
+            output_dim: Matryoshka size (one of the checkpoint's dims); cut, then re-normalised.
             precision: one of `PRECISIONS`; int8/uint8/binary/ubinary use the checkpoint's fixed scheme.
             normalize: L2-normalise the vectors (required for the quantised precisions).
             long_documents: `"window"` (overlapping windows past the model's length) or `"error"`.
+            empty_chunks: a chunk with no tokens (empty or whitespace only) is an error (`"error"`, the default,
+                naming the document and chunk) or keeps an all-zero row (`"zero"`).
 
         Returns:
             One `(n_chunks, dim)` array per document, in input order; with a chunker, one `ChunkedEmbeddings` each.
         """
-        if isinstance(documents, str):
-            raise ValueError("documents must be a list of documents; wrap a single document in a list")
+        documents = _as_list(documents, "documents", "a list of documents; wrap a single document in a list")
         chunk_lists = None
         if chunker is not None:
             chunk_lists = []
@@ -125,14 +127,18 @@ class ContextEmbedder:
                 if not isinstance(text, str):
                     raise ValueError(f"with a chunker, document {i} must be raw text (str), got "
                                      f"{type(text).__name__}")
-                chunks = chunk_text(text, chunker, tokenizer=self.processor.tokenizer)
+                try:
+                    chunks = chunk_text(text, chunker, tokenizer=self.processor.tokenizer)
+                except ValueError as error:
+                    raise ValueError(f"document {i}: {error}") from error
                 if not chunks:
                     raise ValueError(f"document {i} produced no chunks (it is empty or only whitespace)")
                 chunk_lists.append(chunks)
             documents = [[c.text for c in chunks] for chunks in chunk_lists]
         vectors = self._encode(documents, task="document", titles=titles, batch_size=batch_size,
                                max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
-                               dim=dim, precision=precision, normalize=normalize, long_documents=long_documents)
+                               output_dim=output_dim, precision=precision, normalize=normalize,
+                               long_documents=long_documents, empty_chunks=empty_chunks)
         vectors = [self._convert(v, convert_to_tensor) for v in vectors]
         if chunk_lists is None:
             return vectors
@@ -146,37 +152,44 @@ class ContextEmbedder:
         max_tokens_per_batch: int = 16384,
         show_progress_bar: bool | None = None,
         convert_to_tensor: bool = False,
-        dim: int | None = None,
+        output_dim: int | None = None,
         precision: str = "float32",
         normalize: bool = True,
     ) -> np.ndarray | torch.Tensor:
-        """Embed queries (with the checkpoint's query prefix): one `(n_queries, dim)` array."""
-        if isinstance(queries, str):
-            raise ValueError("queries must be a list of strings; wrap a single query in a list")
+        """Embed queries (with the checkpoint's query prefix): one `(n_queries, output_dim)` array.
+
+        An empty (or whitespace-only) query is an error naming it: it has nothing to embed.
+        """
+        queries = _as_list(queries, "queries", "a list of strings; wrap a single query in a list")
         for i, query in enumerate(queries):
             if not isinstance(query, str):
                 raise ValueError(f"query {i} must be a str, got {type(query).__name__}")
         vectors = self._encode([[q] for q in queries], task="query", titles=None, batch_size=batch_size,
                                max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
-                               dim=dim, precision=precision, normalize=normalize, long_documents="window")
-        return self._convert(np.concatenate(vectors) if vectors else np.zeros((0, dim or self.dim), np.float32),
-                             convert_to_tensor)
+                               output_dim=output_dim, precision=precision, normalize=normalize,
+                               long_documents="window", empty_chunks="error")
+        if vectors:
+            return self._convert(np.concatenate(vectors), convert_to_tensor)
+        return self._convert(quantize(np.zeros((0, output_dim or self.output_dim), np.float32), precision,
+                                      self.config.int8_clip_sigmas), convert_to_tensor)
 
-    def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, dim,
-                precision, normalize, long_documents) -> list[np.ndarray]:
+    def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, output_dim,
+                precision, normalize, long_documents, empty_chunks) -> list[np.ndarray]:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if dim is not None and dim not in self.config.allowed_dims:
-            raise ValueError(f"dim must be one of {self.config.allowed_dims}, got {dim!r}")
+        if output_dim is not None and not (_is_int(output_dim) and output_dim in self.config.allowed_dims):
+            raise ValueError(f"output_dim must be one of {self.config.allowed_dims}, got {output_dim!r}")
         if precision != "float32" and not normalize:
             raise ValueError(f"precision={precision!r} codes unit vectors: keep normalize=True")
         for name, value in (("batch_size", batch_size), ("max_tokens_per_batch", max_tokens_per_batch)):
-            if not isinstance(value, int) or value <= 0:
+            if not _is_int(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        output_dim = None if output_dim is None else int(output_dim)
         if len(documents) == 0:
             return []
 
-        rows = self.processor.encode_documents(documents, task=task, titles=titles, long_documents=long_documents)
+        rows = self.processor.tokenize_documents(documents, task=task, titles=titles, long_documents=long_documents,
+                                                 empty_chunks=empty_chunks)
         batches = token_budget_batches([len(r["input_ids"]) for r in rows], batch_size, max_tokens_per_batch)
         if show_progress_bar is None:
             show_progress_bar = len(batches) > 8
@@ -186,7 +199,7 @@ class ContextEmbedder:
             for batch_indices in progress:
                 features = self.processor.pad([rows[i] for i in batch_indices])
                 features = {k: v.to(self.device) for k, v in features.items()}
-                out = self.model(**features, output_dim=dim, normalize=normalize)
+                out = self.model(**features, output_dim=output_dim, normalize=normalize)
                 vectors = out.chunk_embeddings.float().cpu().numpy()  # (B, C, D), cut and normalised by the model
                 for row, i in enumerate(batch_indices):
                     results[i] = vectors[row, : rows[i]["num_chunks"]]
@@ -233,6 +246,17 @@ def token_budget_batches(lengths: Sequence[int], batch_size: int, max_tokens: in
         else:
             batches.append([i])
     return batches
+
+
+def _as_list(values, name: str, expected: str) -> list:
+    """A list from any iterable (a generator is read once, here); a bare string or a non-iterable is an error."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable) or isinstance(values, Mapping):
+        raise ValueError(f"{name} must be {expected}, got {type(values).__name__}")
+    return list(values)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _progress(batches, show: bool, unit: str):

@@ -40,7 +40,7 @@ def render_model_card(
     dim = config.output_dim or config.full_dim
     wrapping = "none"
     if processor is not None:
-        lead, tail = processor._special_wrapping()
+        lead, tail = processor.special_tokens_around()
         tokenizer = processor.tokenizer
         names = tokenizer.convert_ids_to_tokens(lead) + ["…"] + tokenizer.convert_ids_to_tokens(tail)
         wrapping = " ".join(f"`{n}`" if n != "…" else n for n in names) if lead or tail else "none"
@@ -69,7 +69,7 @@ def render_model_card(
         ),
         "matryoshka": ", ".join(str(d) for d in config.allowed_dims),
         "normalization": "L2 after the Matryoshka cut" if config.normalize else "none",
-        "window": config.window_length,
+        "window": config.max_seq_length,
         "overlap": config.window_overlap,
         "head_tokens": config.window_head_tokens,
         "clip": config.int8_clip_sigmas,

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+from contextembed.modeling.configuration_contextembed import PRECISIONS
 
 
 def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
@@ -51,13 +51,3 @@ def quantize(embeddings: np.ndarray, precision: str, clip_sigmas: float = 5.0) -
         raise ValueError(f"binary precision needs a dimension divisible by 8, got {dim}")
     bits = np.packbits(embeddings > 0, axis=-1)
     return bits if precision == "ubinary" else (bits.astype(np.int16) - 128).astype(np.int8)
-
-
-def dequantize_int8(codes: np.ndarray, clip_sigmas: float = 5.0) -> np.ndarray:
-    """Approximate float vectors back from int8 codes (for inspection; search scores codes directly).
-
-    >>> [round(float(v), 3) for v in dequantize_int8(np.array([64, -64, 64, -64], dtype=np.int8), clip_sigmas=2.0)]
-    [0.504, -0.504, 0.504, -0.504]
-    """
-    codes = np.asarray(codes)
-    return codes.astype(np.float32) / int8_scale(codes.shape[-1], clip_sigmas)

@@ -1,8 +1,9 @@
 """Exact search over a corpus of chunk vectors: blocked matrix products with bounded memory.
 
 Rows of `vectors` are chunks; `doc_ids` gives each row's document (rows of one document are
-contiguous). Documents are ranked by their best chunk (MaxSim). int8 codes are scored with exact
-integer dot products, block by block, so no float copy of the int8 matrix is ever made.
+contiguous). Documents are ranked by their best chunk (MaxSim). Codes (int8, uint8, binary, ubinary) are
+scored exactly in integers in the precision the caller names (see `contextembed.scoring`), block by block, so
+no float copy of the code matrix is ever made.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextembed.scoring import dot, top_k
+from contextembed.scoring import check_codes, dot, top_k
 
 
 @dataclass
 class SearchResult:
-    """Per query, best first. Scores are float32 for float vectors, int32 for int8 codes."""
+    """Per query, best first. Scores are float32 for float vectors, int32 for codes."""
 
     doc_ids: np.ndarray  # (Q, k_docs) document ids
     doc_scores: np.ndarray  # (Q, k_docs)
@@ -34,18 +35,21 @@ def exact_search(
     top_k_chunks: int = 10,
     block_size: int | None = None,
     best_chunks: bool = True,
+    precision: str = "float32",
 ) -> SearchResult:
     """Top documents (by best chunk) and top chunks for each query, scanning `vectors` in blocks.
 
     Args:
-        queries: (Q, D) float32, or int8 codes when `vectors` are int8 codes.
-        vectors: (N, D) chunk vectors of the corpus.
+        queries: (Q, D) float vectors, or codes of the same `precision` as `vectors`.
+        vectors: (N, D) chunk vectors of the corpus (float, or codes of `precision`).
         doc_ids: (N,) document id of each row, non-decreasing (each document's rows contiguous).
         top_k_documents / top_k_chunks: how many to return per query.
         block_size: rows scored at once; memory is O(Q * block_size + Q * num_documents). Default: about
             16M scores per block.
         best_chunks: also return each returned document's best chunk (re-scored at the end, only for the
             returned documents); `doc_best_chunks` is empty otherwise.
+        precision: what `queries` and `vectors` hold: `float32`, or codes made by `quantize` at `int8`, `uint8`,
+            `binary` or `ubinary` (scored as in `contextembed.scoring.dot`).
 
     Ties go to the lower document id / row index.
 
@@ -57,6 +61,8 @@ def exact_search(
     """
     queries = np.atleast_2d(np.asarray(queries))
     doc_ids = np.asarray(doc_ids)
+    check_codes(queries, precision, "queries")
+    check_codes(vectors, precision, "vectors")
     if vectors.ndim != 2 or queries.shape[1] != vectors.shape[1]:
         raise ValueError(f"queries {queries.shape} and vectors {vectors.shape} must be 2-D with the same dimension")
     if len(doc_ids) != len(vectors):
@@ -70,7 +76,7 @@ def exact_search(
         if not isinstance(value, (int, np.integer)) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
-    integer = vectors.dtype == np.int8
+    integer = precision != "float32"
     score_dtype = np.int32 if integer else np.float32
     lowest = np.iinfo(np.int32).min if integer else -np.inf
     num_docs = int(doc_ids[-1]) + 1 if len(doc_ids) else 0
@@ -81,7 +87,7 @@ def exact_search(
 
     for start in range(0, len(vectors), block_size):
         block = vectors[start : start + block_size]
-        scores = dot(queries, block).astype(score_dtype, copy=False)  # (Q, n)
+        scores = dot(queries, block, precision).astype(score_dtype, copy=False)  # (Q, n)
         block_docs = doc_ids[start : start + len(block)]
         segment_starts = np.flatnonzero(np.r_[True, block_docs[1:] != block_docs[:-1]])
         segment_docs = block_docs[segment_starts]
@@ -92,7 +98,8 @@ def exact_search(
         top_rows, top_scores = _merge_top(top_rows, top_scores, rows, scores, top_k_chunks)
 
     doc_order, doc_scores = top_k(doc_best, top_k_documents)
-    best_rows = _best_rows(queries, vectors, doc_ids, doc_order) if best_chunks else np.zeros((n_queries, 0), np.int64)
+    best_rows = (_best_rows(queries, vectors, doc_ids, doc_order, precision) if best_chunks
+                 else np.zeros((n_queries, 0), np.int64))
     return SearchResult(
         doc_ids=doc_order,
         doc_scores=doc_scores,
@@ -102,14 +109,14 @@ def exact_search(
     )
 
 
-def _best_rows(queries, vectors, doc_ids, doc_order) -> np.ndarray:
+def _best_rows(queries, vectors, doc_ids, doc_order, precision) -> np.ndarray:
     """Row of each listed document's best chunk (the first of equal scores), re-scored exactly."""
     starts = np.searchsorted(doc_ids, np.arange(int(doc_ids[-1]) + 2)) if len(doc_ids) else np.zeros(1, int)
     best = np.empty(doc_order.shape, dtype=np.int64)
     for q in range(len(queries)):
         for j, doc in enumerate(doc_order[q]):
             rows = np.arange(starts[doc], starts[doc + 1])
-            best[q, j] = rows[int(np.argmax(dot(queries[q : q + 1], vectors[rows])[0]))]
+            best[q, j] = rows[int(np.argmax(dot(queries[q : q + 1], vectors[rows], precision)[0]))]
     return best
 
 

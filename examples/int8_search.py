@@ -27,7 +27,7 @@ def main() -> None:
     query = model.encode_queries([query_text])
     as_float = contextembed.exact_search(query, vectors, doc_ids, top_k_documents=3, top_k_chunks=5)
     as_int8 = contextembed.exact_search(model.encode_queries([query_text], precision="int8"), codes, doc_ids,
-                                        top_k_documents=3, top_k_chunks=5)
+                                        top_k_documents=3, top_k_chunks=5, precision="int8")
     print(f"{vectors.nbytes // 1024} KiB float32 -> {codes.nbytes // 1024} KiB int8")
     for name, result in (("float32", as_float), ("int8", as_int8)):
         docs = [documents[d].path for d in result.doc_ids[0]]

@@ -45,7 +45,8 @@ class ContextEmbedConfig(PreTrainedConfig):
         pooling (`str`, *optional*, defaults to `"mean"`):
             How token states become a chunk vector. Only `"mean"`.
         max_seq_length (`int`, *optional*):
-            Tokens per forward pass (the window). `None` uses the backbone's `max_position_embeddings`.
+            Tokens per forward pass (the window). `None` uses the backbone's `max_position_embeddings`; a larger
+            value than the backbone's positions is an error.
         window_overlap (`float`, *optional*, defaults to `0.5`):
             Fraction of a window shared with the next one when a document is longer than `max_seq_length`.
         window_head_tokens (`int`, *optional*, defaults to `0`):
@@ -105,7 +106,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         self.output_dim = output_dim
         self.normalize = normalize
         self.pooling = pooling
-        self.max_seq_length = max_seq_length
+        self.max_seq_length = max_seq_length if max_seq_length is not None else self._backbone_positions()
         self.window_overlap = window_overlap
         self.window_head_tokens = window_head_tokens
         self.bidirectional = bidirectional
@@ -123,14 +124,25 @@ class ContextEmbedConfig(PreTrainedConfig):
     def allowed_dims(self) -> list[int]:
         return self.matryoshka_dims or [self.full_dim]
 
-    @property
-    def window_length(self) -> int:
-        """Tokens per forward pass: `max_seq_length`, capped by the backbone's positions."""
+    def _backbone_positions(self) -> int | None:
         positions = getattr(self.text_config, "max_position_embeddings", None)
-        limits = [n for n in (self.max_seq_length, positions) if n]
-        if not limits:
-            raise ValueError("set max_seq_length: the backbone config has no max_position_embeddings")
-        return min(limits)
+        return positions if isinstance(positions, int) and positions > 0 else None
+
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs):
+        # Loading a plain backbone folder (or a hand-written config) as ours would silently build a default
+        # BERT around its weights: refuse it with the instruction that fixes it.
+        model_type = config_dict.get("model_type")
+        if model_type not in (None, cls.model_type):
+            raise ValueError(
+                f"this is a {model_type!r} checkpoint, not a contextembed checkpoint (config.json has model_type="
+                f"{model_type!r}); wrap the backbone first with `contextembed build BACKBONE_DIR OUTPUT_DIR`"
+            )
+        if "text_config" not in config_dict:
+            raise ValueError(
+                "not a contextembed checkpoint: config.json has no `text_config` (the wrapped backbone's config)"
+            )
+        return super().from_dict(config_dict, **kwargs)
 
     def _validate(self) -> None:
         if self.pooling not in POOLING_MODES:
@@ -144,9 +156,16 @@ class ContextEmbedConfig(PreTrainedConfig):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
         for name in ("embedding_dim", "max_seq_length"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value <= 0):
+            if value is not None and (not _is_int(value) or value <= 0):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-        bad = [d for d in self.allowed_dims if not isinstance(d, int) or not 0 < d <= self.full_dim]
+        if self.max_seq_length is None:
+            raise ValueError("set max_seq_length: the backbone config has no max_position_embeddings")
+        positions = self._backbone_positions()
+        if positions is not None and self.max_seq_length > positions:
+            raise ValueError(
+                f"max_seq_length={self.max_seq_length} is more than the backbone's max_position_embeddings={positions}"
+            )
+        bad = [d for d in self.allowed_dims if not _is_int(d) or not 0 < d <= self.full_dim]
         if bad:
             raise ValueError(f"matryoshka_dims must be integers in 1..{self.full_dim}, got {self.matryoshka_dims!r}")
         if self.matryoshka_dims and self.full_dim not in self.matryoshka_dims:
@@ -157,7 +176,7 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(f"output_dim must be one of {self.allowed_dims}, got {self.output_dim!r}")
         if not 0.0 <= self.window_overlap < 1.0:
             raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
-        if not isinstance(self.window_head_tokens, int) or self.window_head_tokens < 0:
+        if not _is_int(self.window_head_tokens) or self.window_head_tokens < 0:
             raise ValueError(f"window_head_tokens must be a non-negative integer, got {self.window_head_tokens!r}")
         if not self.int8_clip_sigmas > 0:
             raise ValueError(f"int8_clip_sigmas must be positive, got {self.int8_clip_sigmas!r}")
@@ -175,6 +194,10 @@ class ContextEmbedConfig(PreTrainedConfig):
         )
         preset.update(kwargs)
         return cls(text_config=text_config, **preset)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 __all__ = ["ContextEmbedConfig", "PRECISIONS"]

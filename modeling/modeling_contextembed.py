@@ -5,7 +5,7 @@ runs through the backbone **once**; each chunk's vector is the mean of its token
 states, followed by an fp32 linear projection, a Matryoshka cut and L2 normalisation. Every chunk
 vector has therefore seen the whole document, yet there is still exactly one vector per chunk.
 
-Documents longer than the window (`config.window_length`) are run as overlapping windows whose
+Documents longer than the window (`config.max_seq_length`) are run as overlapping windows whose
 edges fall on chunk boundaries; each chunk is pooled from the window that gives it the most
 context on both sides, so there is always exactly one vector per chunk. A chunk longer than a
 window is split into pieces pooled in their own windows and averaged over all of its tokens.
@@ -19,6 +19,7 @@ separator ids and `attention_mask` is read as the token mask.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import torch
@@ -95,7 +96,8 @@ def plan_windows(
 
     Returns:
         The windows as `(start, end)` and, for each piece, the index of the window that gives it the most
-        context on both sides (a side that reaches the document's edge counts as complete).
+        context on both sides (a side that reaches the document's edge counts as complete). Time is
+        O(pieces log pieces), whatever the number of windows.
 
     >>> plan_windows([(0, 2), (2, 4), (4, 6)], length=6, budget=4, overlap=0.5)
     ([(0, 4), (2, 6)], [0, 0, 1])
@@ -104,27 +106,31 @@ def plan_windows(
     ends = sorted({length, *(e for _, e in piece_spans)})  # ... and end after a piece's last token
     stride_back = int(budget * overlap)
 
-    def reach(start: int) -> int:
-        return max(e for e in ends if e <= start + budget)
-
     windows: list[tuple[int, int]] = []
     start = 0
     while True:
-        end = reach(start)
+        end = ends[bisect_right(ends, start + budget) - 1]  # the furthest piece edge within the budget
         windows.append((start, end))
         if end >= length:
             break
-        # Step back from the end by the overlap, but always move forward and always cover new tokens.
-        start = next(s for s in starts if s > start and s >= end - stride_back and reach(s) > end)
+        # The next window steps back from this end by the overlap, but always moves forward and reaches the
+        # next piece edge (so it covers new tokens); the piece ending there is at most `budget` long, so its
+        # start qualifies and the search always succeeds.
+        next_end = ends[bisect_right(ends, end)]
+        start = starts[bisect_left(starts, max(start + 1, end - stride_back, next_end - budget))]
 
+    window_starts = [ws for ws, _ in windows]
+    window_ends = [we for _, we in windows]
     best: list[int] = []
     for s, e in piece_spans:
+        # Windows are sorted by both edges, so those containing the piece are one contiguous run.
+        candidates = range(bisect_left(window_ends, e), bisect_right(window_starts, s))
         scores = []
-        for w, (ws, we) in enumerate(windows):
-            if ws <= s and e <= we:
-                left = float("inf") if ws == 0 else s - ws
-                right = float("inf") if we == length else we - e
-                scores.append((min(left, right), left + right, -w))
+        for w in candidates:
+            ws, we = windows[w]
+            left = float("inf") if ws == 0 else s - ws
+            right = float("inf") if we == length else we - e
+            scores.append((min(left, right), left + right, -w))
         best.append(-max(scores)[2])
     return windows, best
 
@@ -148,6 +154,39 @@ class ContextEmbedPreTrainedModel(PreTrainedModel):
             init.orthogonal_(module.weight)
         else:
             super()._init_weights(module)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, strict: missing, unexpected or mismatched weights are an error.
+
+        A checkpoint whose config disagrees with its weights (say 3 layers in `config.json`, 6 in the file)
+        would otherwise load as a different, partly random model with only a log line to show for it.
+        """
+        from safetensors import SafetensorError
+
+        return_info = kwargs.pop("output_loading_info", False)
+        try:
+            model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True,
+                                                  **kwargs)
+        except SafetensorError as error:
+            raise ValueError(
+                f"cannot read the weights of {str(pretrained_model_name_or_path)!r} (model.safetensors is damaged "
+                f"or truncated): {error}"
+            ) from error
+        problems = {
+            name: sorted(str(key) for key in info.get(name) or ())
+            for name in ("missing_keys", "unexpected_keys", "mismatched_keys")
+        }
+        problems = {name: keys for name, keys in problems.items() if keys}
+        if problems:
+            listed = "; ".join(
+                f"{len(keys)} {name.replace('_', ' ')} ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''})"
+                for name, keys in problems.items()
+            )
+            raise ValueError(
+                f"the weights of {str(pretrained_model_name_or_path)!r} do not match its config.json: {listed}"
+            )
+        return (model, info) if return_info else model
 
 
 class ContextEmbedModel(ContextEmbedPreTrainedModel):
@@ -178,14 +217,15 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         token_type_ids: torch.LongTensor | None = None,
         output_dim: int | None = None,
         normalize: bool | None = None,
-        window_length: torch.Tensor | int | None = None,
+        max_seq_length: torch.Tensor | int | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
     ) -> ContextEmbedOutput | tuple:
         r"""
         attention_mask (`torch.Tensor` of shape `(batch_size, num_chunks)`, *optional*):
-            The chunk mask. Read as a token mask `(batch_size, seq_len)` when `chunk_ids` is not given.
+            The chunk mask. Read as a token mask `(batch_size, seq_len)` when `chunk_ids` is not given (see
+            `chunk_layout`).
         token_attention_mask (`torch.Tensor` of shape `(batch_size, seq_len)`, *optional*):
             1 for real tokens, 0 for padding.
         chunk_ids (`torch.LongTensor` of shape `(batch_size, seq_len)`, *optional*):
@@ -194,46 +234,50 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
             Matryoshka size for this call; defaults to `config.output_dim` (or the full size).
         normalize (`bool`, *optional*):
             L2-normalise the chunk vectors; defaults to `config.normalize`.
-        window_length (`int` or `torch.Tensor` of shape `(batch_size,)`, *optional*):
-            Tokens per forward pass for this call (the processor's `max_length`), capped by `config.window_length`.
+        max_seq_length (`int` or `torch.Tensor` of shape `(batch_size,)`, *optional*):
+            Tokens per forward pass for this call (the processor passes it on), at most `config.max_seq_length`.
+            Longer documents run in windows of this many tokens; nothing is ever cut.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        chunk_mask = attention_mask
-        if chunk_ids is None:
-            token_attention_mask = attention_mask if token_attention_mask is None else token_attention_mask
-            chunk_ids = self.chunk_ids_from_separators(input_ids, token_attention_mask)
-            chunk_mask = None
-        if chunk_mask is None:
-            # Chunks 0..max per row: the padding chunks of shorter rows are masked out.
-            num_chunks = int(chunk_ids.max().clamp(min=0)) + 1
-            chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
-        num_chunks = chunk_mask.shape[1]
-        if token_attention_mask is None:
-            token_attention_mask = torch.ones_like(input_ids)
-        chunk_mask = chunk_mask.long()
+        token_mask, chunk_ids, chunk_mask = self.chunk_layout(input_ids, attention_mask, token_attention_mask,
+                                                              chunk_ids)
+        window = self.config.max_seq_length
+        if max_seq_length is not None:
+            window = min(window, int(torch.as_tensor(max_seq_length).max()))
+        batch, num_chunks = chunk_mask.shape
+        lengths = token_mask.sum(1)  # (B,)
 
-        lengths = token_attention_mask.sum(1)  # (B,)
-        window = self.config.window_length
-        if window_length is not None:
-            window = min(window, int(torch.as_tensor(window_length).max()))
-        hidden = None
-        all_hidden = None
-        if bool((lengths <= window).all()):
-            seq_len = int(lengths.max())
-            backbone_out = self._run_backbone(
-                input_ids[:, :seq_len],
-                token_attention_mask[:, :seq_len],
-                None if token_type_ids is None else token_type_ids[:, :seq_len],
+        # Every row that fits the window runs in one pass, in one backbone call; longer rows run in windows.
+        short = (lengths <= window).nonzero().flatten()
+        whole_batch = len(short) == batch
+        hidden = all_hidden = None
+        sums = counts = None
+        if len(short):
+            rows = slice(None) if whole_batch else short
+            seq_len = int(lengths[short].max())
+            out = self._run_backbone(
+                input_ids[rows, :seq_len],
+                token_mask[rows, :seq_len],
+                None if token_type_ids is None else token_type_ids[rows, :seq_len],
                 output_hidden_states=output_hidden_states,
                 **kwargs,
             )
-            hidden = backbone_out.last_hidden_state  # (B, T, H)
-            all_hidden = getattr(backbone_out, "hidden_states", None)
-            sums, counts = chunk_sums_and_counts(hidden, chunk_ids[:, :seq_len], num_chunks)
-        else:
-            sums, counts = self._windowed_sums_and_counts(
-                input_ids, token_attention_mask, token_type_ids, chunk_ids, num_chunks, window, **kwargs
-            )
+            short_sums, short_counts = chunk_sums_and_counts(out.last_hidden_state, chunk_ids[rows, :seq_len],
+                                                             num_chunks)  # (b, C, H), (b, C)
+            if whole_batch:
+                sums, counts = short_sums, short_counts
+                hidden, all_hidden = out.last_hidden_state, getattr(out, "hidden_states", None)
+        if not whole_batch:
+            hidden_size = self.config.text_config.hidden_size
+            sums = torch.zeros(batch, num_chunks, hidden_size, dtype=torch.float32, device=input_ids.device)
+            counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
+            if len(short):
+                sums[short], counts[short] = short_sums, short_counts
+            for row in (lengths > window).nonzero().flatten().tolist():
+                length = int(lengths[row])
+                self._add_windowed_row(
+                    sums[row], counts[row], input_ids[row, :length], chunk_ids[row, :length], window, **kwargs
+                )
         pooled = sums / counts.clamp(min=1.0).unsqueeze(-1)  # (B, C, H), fp32
         embeddings = self.project(pooled, output_dim=output_dim, normalize=normalize)  # (B, C, D)
         embeddings = embeddings * chunk_mask.unsqueeze(-1).to(embeddings.dtype)
@@ -246,12 +290,42 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         )
         return output if return_dict else output.to_tuple()
 
+    def chunk_layout(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None,
+        token_attention_mask: torch.Tensor | None,
+        chunk_ids: torch.LongTensor | None,
+    ) -> tuple[torch.Tensor, torch.LongTensor, torch.LongTensor]:
+        """The token mask (B, T), chunk ids (B, T) and chunk mask (B, C) of a batch, from whichever form it came in.
+
+        Two input forms exist because two callers exist. The processor (and sentence-transformers, which must
+        find the chunk mask under `attention_mask` to trim and pool rows) sends `chunk_ids`, the token mask as
+        `token_attention_mask` and the chunk mask as `attention_mask`. A plain transformers caller sends a
+        tokenizer's output: no `chunk_ids`, and `attention_mask` is then the token mask; chunks are read from
+        the separator ids.
+        """
+        if chunk_ids is None:
+            token_mask = token_attention_mask if token_attention_mask is not None else attention_mask
+            chunk_ids = self.chunk_ids_from_separators(input_ids, token_mask)
+            chunk_mask = None
+        else:
+            token_mask, chunk_mask = token_attention_mask, attention_mask
+        if token_mask is None:
+            token_mask = torch.ones_like(input_ids)
+        if chunk_mask is None:
+            # Chunks 0..max per row: the padding chunks of shorter rows are masked out.
+            num_chunks = int(chunk_ids.max().clamp(min=0)) + 1
+            chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
+        return token_mask, chunk_ids, chunk_mask.long()
+
     def project(
         self, pooled: torch.Tensor, output_dim: int | None = None, normalize: bool | None = None
     ) -> torch.Tensor:
         """fp32 projection, Matryoshka cut, then L2 normalisation: (..., H) -> (..., D)."""
         output_dim = output_dim if output_dim is not None else self.config.output_dim
-        if output_dim is not None and output_dim not in self.config.allowed_dims:
+        is_int = isinstance(output_dim, int) and not isinstance(output_dim, bool)
+        if output_dim is not None and not (is_int and output_dim in self.config.allowed_dims):
             raise ValueError(f"output_dim must be one of {self.config.allowed_dims}, got {output_dim!r}")
         normalize = self.config.normalize if normalize is None else normalize
         projection_dtype = next(self.projection.parameters(), pooled).dtype
@@ -293,51 +367,41 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         return self.backbone(input_ids=input_ids, attention_mask=mask, return_dict=True, **extra, **kwargs)
 
-    def _windowed_sums_and_counts(
-        self, input_ids, token_attention_mask, token_type_ids, chunk_ids, num_chunks, window, **kwargs
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        batch, _ = input_ids.shape
-        hidden_size = self.config.text_config.hidden_size
-        sums = torch.zeros(batch, num_chunks, hidden_size, dtype=torch.float32, device=input_ids.device)
-        counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
-        lengths = token_attention_mask.sum(1)
+    def _add_windowed_row(
+        self, sums: torch.Tensor, counts: torch.Tensor, ids: torch.Tensor, cids: torch.Tensor, window: int, **kwargs
+    ) -> None:
+        """Pool one unpadded document longer than the window into its rows of `sums` (C, H) and `counts` (C,).
 
-        short_rows = (lengths <= window).nonzero().flatten()
-        if len(short_rows):
-            seq_len = int(lengths[short_rows].max())
-            out = self._run_backbone(
-                input_ids[short_rows, :seq_len],
-                token_attention_mask[short_rows, :seq_len],
-                None if token_type_ids is None else token_type_ids[short_rows, :seq_len],
-                **kwargs,
-            )
-            row_sums, row_counts = chunk_sums_and_counts(
-                out.last_hidden_state, chunk_ids[short_rows, :seq_len], num_chunks
-            )
-            sums[short_rows], counts[short_rows] = row_sums, row_counts
-
-        for row in (lengths > window).nonzero().flatten().tolist():
-            length = int(lengths[row])
-            windows = self._document_windows(input_ids[row, :length], chunk_ids[row, :length], window)
-            for first in range(0, len(windows), 8):  # at most 8 windows per backbone call bounds memory
-                group = windows[first : first + 8]
-                group_len = max(len(ids) for ids, _ in group)
-                ids = input_ids.new_full((len(group), group_len), self._pad_id())
-                cids = chunk_ids.new_full((len(group), group_len), -1)
-                mask = token_attention_mask.new_zeros((len(group), group_len))
-                for i, (w_ids, w_cids) in enumerate(group):
-                    ids[i, : len(w_ids)], cids[i, : len(w_ids)], mask[i, : len(w_ids)] = w_ids, w_cids, 1
-                out = self._run_backbone(ids, mask, **kwargs)
-                w_sums, w_counts = chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)
-                sums[row] += w_sums.sum(0)
-                counts[row] += w_counts.sum(0)
-        return sums, counts
+        Windows run 8 per backbone call; each pools into a buffer sized by the chunks it owns (at most one per
+        token of the window), so memory is bounded by the window, not by the document's number of chunks.
+        """
+        windows = self._document_windows(ids, cids, window)
+        for first in range(0, len(windows), 8):
+            group = windows[first : first + 8]
+            group_len = max(len(w_ids) for w_ids, _, _ in group)
+            num_local = max(int(w_cids.max()) + 1 for _, w_cids, _ in group)
+            batch_ids = ids.new_full((len(group), group_len), self._pad_id())
+            batch_cids = cids.new_full((len(group), group_len), -1)
+            mask = torch.zeros_like(batch_ids)
+            for i, (w_ids, w_cids, _) in enumerate(group):
+                batch_ids[i, : len(w_ids)], batch_cids[i, : len(w_ids)], mask[i, : len(w_ids)] = w_ids, w_cids, 1
+            out = self._run_backbone(batch_ids, mask, **kwargs)
+            w_sums, w_counts = chunk_sums_and_counts(out.last_hidden_state, batch_cids, num_local)  # (8, c, H)
+            for i, (_, _, offset) in enumerate(group):
+                sums[offset : offset + num_local] += w_sums[i, : len(sums) - offset]
+                counts[offset : offset + num_local] += w_counts[i, : len(counts) - offset]
 
     def _document_windows(
         self, ids: torch.Tensor, cids: torch.Tensor, window: int
-    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Cut one unpadded document into windows; pooled tokens are those of pieces assigned to the window."""
+    ) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
+        """Cut one unpadded document into windows that pool something.
+
+        Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
+        tokens of pieces owned by another window are context only (-1).
+        """
         in_chunk = (cids >= 0).nonzero().flatten()
+        if len(in_chunk) == 0:
+            return []  # no chunk has a token (all empty): nothing to pool
         first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
         lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
         body_ids, body_cids = ids[first:last], cids[first:last]
@@ -345,35 +409,41 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         budget = window - first - (len(ids) - last) - head
         if budget <= 0:
             raise ValueError(
-                f"the prefix, title and special tokens ({window - budget - head} tokens with window_head_tokens="
-                f"{head}) leave no room in a window of {window} tokens"
+                f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
+                f"and window_head_tokens={head} leave no room for the document's text in a window of {window} "
+                "tokens: shorten the title or prefix, or raise max_seq_length"
             )
 
         # Pieces: runs of one chunk's tokens, split evenly when longer than a window.
         change = torch.ones(len(body_cids), dtype=torch.bool)
         change[1:] = body_cids[1:] != body_cids[:-1]
-        starts = change.nonzero().flatten().tolist() + [len(body_cids)]
+        run_starts = change.nonzero().flatten().tolist() + [len(body_cids)]
         spans = []
-        for s, e in zip(starts[:-1], starts[1:]):
+        for s, e in zip(run_starts[:-1], run_starts[1:]):
             if int(body_cids[s]) < 0:
                 continue
             n_pieces = -(-(e - s) // budget)
             bounds = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
             spans.extend(zip(bounds[:-1], bounds[1:]))
-        windows, assigned = plan_windows(spans, len(body_ids), budget, self.config.window_overlap)
+        windows, owners = plan_windows(spans, len(body_ids), budget, self.config.window_overlap)
+        owned: list[list[tuple[int, int]]] = [[] for _ in windows]
+        for span, owner in zip(spans, owners):
+            owned[owner].append(span)
 
         result = []
-        for w, (ws, we) in enumerate(windows):
+        for (ws, we), pieces in zip(windows, owned):
+            if not pieces:
+                continue  # every piece here is pooled from a window with more context around it
+            offset = int(body_cids[pieces[0][0]])
             pooled = torch.full_like(body_cids[ws:we], -1)
-            for (s, e), owner in zip(spans, assigned):
-                if owner == w:
-                    pooled[s - ws : e - ws] = body_cids[s:e]
+            for s, e in pieces:
+                pooled[s - ws : e - ws] = body_cids[s:e] - offset
             carry = min(head, ws)  # opening tokens this window lacks, as unpooled context
             w_ids = torch.cat([ids[lead], body_ids[:carry], body_ids[ws:we], ids[tail]])
             w_cids = torch.cat(
                 [cids[lead], torch.full_like(body_cids[:carry], -1), pooled, torch.full_like(cids[tail], -1)]
             )
-            result.append((w_ids, w_cids))
+            result.append((w_ids, w_cids, offset))
         return result
 
     def _pad_id(self) -> int:

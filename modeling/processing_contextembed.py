@@ -13,13 +13,16 @@ the model; with `long_documents="error"` the processor refuses it instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 from transformers.processing_utils import ProcessorMixin
 
 LONG_DOCUMENT_MODES = ("window", "error")
+EMPTY_CHUNK_MODES = ("error", "zero")
 TASKS = ("query", "document")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ContextEmbedProcessor(ProcessorMixin):
@@ -29,12 +32,20 @@ class ContextEmbedProcessor(ProcessorMixin):
         chunk_token (`str`, defaults to `"<|chunk_sep|>"`): The separator between chunks.
         query_prefix (`str`, defaults to `""`): Put before queries (`task="query"`).
         document_prefix (`str`, defaults to `""`): Put before documents (`task="document"`).
-        max_length (`int`, *optional*): The model's window; only used by `long_documents="error"`.
+        max_seq_length (`int`, *optional*): Tokens per forward pass (the model's window); only used by
+            `long_documents="error"` and to check that a title leaves room for text.
         long_documents (`str`, defaults to `"window"`): `"window"` passes long documents on whole (the
-            model windows them); `"error"` raises a `ValueError` for a document over `max_length`.
+            model windows them); `"error"` raises a `ValueError` for a document over `max_seq_length`.
+        empty_chunks (`str`, defaults to `"error"`): a chunk with no tokens (empty, whitespace, or only characters
+            the tokenizer drops) has nothing to pool. `"error"` raises a `ValueError` naming it; `"zero"` keeps its
+            row as an all-zero vector (not unit length; it scores 0 against every query).
         chunk_separator (`bool`, defaults to `True`): insert the separator between chunks. `False` gives plain
             late chunking over the backbone's ordinary token sequence (what models not trained with a
             separator, and other late-chunking libraries, see).
+
+    The processor keeps a private copy of the fast tokenizer's backend, set once to read special-token strings
+    in user text as plain text. The shared tokenizer is never switched back and forth, so other code (and other
+    threads) using `processor.tokenizer` with its defaults is unaffected.
     """
 
     def __init__(
@@ -43,21 +54,27 @@ class ContextEmbedProcessor(ProcessorMixin):
         chunk_token: str = "<|chunk_sep|>",
         query_prefix: str = "",
         document_prefix: str = "",
-        max_length: int | None = None,
+        max_seq_length: int | None = None,
         long_documents: str = "window",
+        empty_chunks: str = "error",
         chunk_separator: bool = True,
         chat_template=None,
         **kwargs,
     ):
         if long_documents not in LONG_DOCUMENT_MODES:
             raise ValueError(f"long_documents must be one of {LONG_DOCUMENT_MODES}, got {long_documents!r}")
+        if empty_chunks not in EMPTY_CHUNK_MODES:
+            raise ValueError(f"empty_chunks must be one of {EMPTY_CHUNK_MODES}, got {empty_chunks!r}")
         self.chunk_token = chunk_token
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
-        self.max_length = max_length
+        self.max_seq_length = max_seq_length
         self.long_documents = long_documents
+        self.empty_chunks = empty_chunks
         self.chunk_separator = chunk_separator
         super().__init__(tokenizer, chat_template=chat_template)
+        self._text_backend = _text_backend(tokenizer)
+        self._wrapping = self._find_wrapping()
 
     @property
     def chunk_token_id(self) -> int:
@@ -78,6 +95,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         return_tensors: str | None = "pt",
         max_length: int | None = None,
         long_documents: str | None = None,
+        empty_chunks: str | None = None,
         text_kwargs: dict | None = None,
         common_kwargs: dict | None = None,
         images_kwargs: dict | None = None,
@@ -93,13 +111,13 @@ class ContextEmbedProcessor(ProcessorMixin):
                 at the start of the first chunk (where sentence-transformers puts its prompt).
             titles: optional text per document, kept in every window as context and never pooled.
             return_tensors: `"pt"` for torch tensors, `None` for lists.
-            max_length: the window budget (sentence-transformers passes its `max_seq_length` here). It is never a
-                cut: with `long_documents="window"` it becomes the model's window for this batch, with `"error"`
-                the limit a document may not exceed.
+            max_length: tokens per forward pass for this batch, under the name tokenizers and sentence-transformers
+                use (ST passes its `max_seq_length` here). It is never a cut: with `long_documents="window"` it
+                becomes the model's window for this batch, with `"error"` the limit a document may not exceed.
 
         Returns:
             `input_ids`, `token_attention_mask` (B, T), `chunk_ids` (B, T; -1 outside chunks) and
-            `attention_mask`, the chunk mask (B, C); with `max_length`, also `window_length` (B,).
+            `attention_mask`, the chunk mask (B, C); with `max_length`, also `max_seq_length` (B,) for the model.
         """
         if images is not None or videos is not None or audio is not None:
             raise ValueError("ContextEmbedProcessor takes text only")
@@ -112,25 +130,26 @@ class ContextEmbedProcessor(ProcessorMixin):
             # tokenizer's model_max_length (ST's max_seq_length): it becomes the window, never a cut.
             limit = getattr(self.tokenizer, "model_max_length", None)
             max_length = limit if isinstance(limit, int) and limit < 10**7 else None
-        rows = self.encode_documents(
-            text, task=task, titles=titles, max_length=max_length, long_documents=long_documents
-        )
+        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
+                                       or max_length <= 0):
+            raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+        rows = self.tokenize_documents(text, task=task, titles=titles, max_seq_length=max_length,
+                                       long_documents=long_documents, empty_chunks=empty_chunks)
         batch = self.pad(rows, return_tensors=return_tensors)
         if max_length:
-            if not isinstance(max_length, int) or max_length <= 0:
-                raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
             window = [max_length] * len(rows)
-            batch["window_length"] = torch.tensor(window) if return_tensors == "pt" else window
+            batch["max_seq_length"] = torch.tensor(window) if return_tensors == "pt" else window
         return batch
 
-    def encode_documents(
+    def tokenize_documents(
         self,
         text,
         *,
         task: str | None = None,
         titles: Sequence[str | None] | None = None,
-        max_length: int | None = None,
+        max_seq_length: int | None = None,
         long_documents: str | None = None,
+        empty_chunks: str | None = None,
     ) -> list[dict[str, list[int]]]:
         """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document."""
         documents = normalize_documents(text)
@@ -139,27 +158,30 @@ class ContextEmbedProcessor(ProcessorMixin):
         long_documents = long_documents or self.long_documents
         if long_documents not in LONG_DOCUMENT_MODES:
             raise ValueError(f"long_documents must be one of {LONG_DOCUMENT_MODES}, got {long_documents!r}")
-        if titles is not None and len(titles) != len(documents):
-            raise ValueError(f"titles must have one entry per document ({len(documents)}), got {len(titles)}")
+        empty_chunks = empty_chunks or self.empty_chunks
+        if empty_chunks not in EMPTY_CHUNK_MODES:
+            raise ValueError(f"empty_chunks must be one of {EMPTY_CHUNK_MODES}, got {empty_chunks!r}")
+        titles = normalize_titles(titles, len(documents))
+        describe = _describe_query if task == "query" else _describe_chunk
 
         prefixes = []
         for chunks in documents:
             prefix, chunks[0] = self._split_prefix(chunks[0], task)
             prefixes.append(prefix)
-        titles = list(titles) if titles is not None else [None] * len(documents)
-        for i, title in enumerate(titles):
-            if title is not None and not isinstance(title, str):
-                raise ValueError(f"titles[{i}] must be a string or None, got {type(title).__name__}")
+        for i, chunks in enumerate(documents):
+            for j, chunk in enumerate(chunks):
+                check_text(chunk, describe(i, j))
 
         flat = [chunk for chunks in documents for chunk in chunks]
         extras = [p for p in prefixes if p] + [t for t in titles if t]
-        encoded = self.tokenizer(flat + extras, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        encoded = self.tokenize_text(flat + extras)
         chunk_tokens, extra_tokens = encoded[: len(flat)], iter(encoded[len(flat) :])
         prefix_tokens = [next(extra_tokens) if p else [] for p in prefixes]
         title_tokens = [next(extra_tokens) if t else [] for t in titles]
 
-        lead, tail = self._special_wrapping()
+        lead, tail = self.special_tokens_around()
         separator = [self.chunk_token_id] if self.chunk_separator else []
+        limit = max_seq_length or self.max_seq_length
         rows, position = [], 0
         for doc_index, chunks in enumerate(documents):
             ids = lead + prefix_tokens[doc_index] + title_tokens[doc_index]
@@ -170,18 +192,46 @@ class ContextEmbedProcessor(ProcessorMixin):
                     cids.extend([-1] * len(separator))
                 tokens = chunk_tokens[position]
                 position += 1
+                if not tokens and empty_chunks == "error":
+                    raise ValueError(
+                        f"{describe(doc_index, chunk_index)} is empty: it has no tokens (empty, whitespace, or "
+                        "only characters the tokenizer drops), so there is nothing to embed. Remove it, or pass "
+                        "empty_chunks='zero' to keep an all-zero vector for it"
+                    )
                 ids.extend(tokens)
                 cids.extend([chunk_index] * len(tokens))
             ids += tail
             cids += [-1] * len(tail)
-            limit = max_length or self.max_length
-            if long_documents == "error" and limit and len(ids) > limit:
-                raise ValueError(
-                    f"document {doc_index} has {len(ids)} tokens, more than max_length={limit}; "
-                    "pass long_documents='window' to encode it in overlapping windows"
-                )
+            if limit and len(ids) > limit:
+                if long_documents == "error":
+                    raise ValueError(
+                        f"document {doc_index} has {len(ids)} tokens, more than max_seq_length={limit}; "
+                        "pass long_documents='window' to encode it in overlapping windows"
+                    )
+                context = len(lead) + len(prefix_tokens[doc_index]) + len(title_tokens[doc_index]) + len(tail)
+                if context >= limit:
+                    raise ValueError(
+                        f"titles[{doc_index}] has {len(title_tokens[doc_index])} tokens: with the prefix and special "
+                        f"tokens ({context} in all) it fills the whole window of {limit} tokens that every window "
+                        "of this long document repeats it in, leaving no room for the text; shorten the title"
+                    )
             rows.append({"input_ids": ids, "chunk_ids": cids, "num_chunks": len(chunks)})
         return rows
+
+    def tokenize_text(self, texts: list[str], return_offsets: bool = False) -> list:
+        """Token ids of plain texts (no special tokens added; special-token strings are plain text).
+
+        With `return_offsets`, `(ids, offsets)` per text, offsets being `(start, end)` character spans.
+        """
+        if self._text_backend is not None:
+            encodings = self._text_backend.encode_batch(texts, add_special_tokens=False)
+            if return_offsets:
+                return [(e.ids, e.offsets) for e in encodings]
+            return [e.ids for e in encodings]
+        # A tokenizer without a Rust backend takes the option per call, without shared state.
+        out = self.tokenizer(texts, add_special_tokens=False, split_special_tokens=True,
+                             return_offsets_mapping=return_offsets)
+        return list(zip(out["input_ids"], out["offset_mapping"])) if return_offsets else out["input_ids"]
 
     def pad(self, rows: list[dict[str, list[int]]], return_tensors: str | None = "pt") -> dict:
         """Right-pad tokenised documents into a batch (tokens and chunk mask)."""
@@ -201,6 +251,21 @@ class ContextEmbedProcessor(ProcessorMixin):
             batch = {key: torch.tensor(value, dtype=torch.long) for key, value in batch.items()}
         return batch
 
+    def special_tokens_around(self) -> tuple[list[int], list[int]]:
+        """The token ids the backbone's tokenizer puts before and after a text (e.g. `[CLS]` ... `[SEP]`)."""
+        return list(self._wrapping[0]), list(self._wrapping[1])
+
+    def _find_wrapping(self) -> tuple[list[int], list[int]]:
+        if self.tokenizer is None:
+            return [], []
+        bare = self.tokenize_text(["a"])[0]
+        full = self.tokenizer("a", add_special_tokens=True, split_special_tokens=self.tokenizer.split_special_tokens)
+        full = full["input_ids"]
+        for start in range(len(full) - len(bare) + 1):
+            if full[start : start + len(bare)] == bare:
+                return full[:start], full[start + len(bare) :]
+        return [], []
+
     def _split_prefix(self, first_chunk: str, task: str | None) -> tuple[str, str]:
         if task is not None:
             return (self.query_prefix if task == "query" else self.document_prefix), first_chunk
@@ -208,19 +273,6 @@ class ContextEmbedProcessor(ProcessorMixin):
             if prefix and first_chunk.startswith(prefix):
                 return prefix, first_chunk[len(prefix) :]
         return "", first_chunk
-
-    def _special_wrapping(self) -> tuple[list[int], list[int]]:
-        """The tokens the backbone's tokenizer puts before and after a text (e.g. CLS ... SEP)."""
-        if not hasattr(self, "_wrapping"):
-            bare = self.tokenizer("a", add_special_tokens=False)["input_ids"]
-            full = self.tokenizer("a", add_special_tokens=True)["input_ids"]
-            for start in range(len(full) - len(bare) + 1):
-                if full[start : start + len(bare)] == bare:
-                    self._wrapping = (full[:start], full[start + len(bare) :])
-                    break
-            else:
-                self._wrapping = ([], [])
-        return list(self._wrapping[0]), list(self._wrapping[1])
 
     @property
     def model_input_names(self) -> list[str]:
@@ -230,15 +282,20 @@ class ContextEmbedProcessor(ProcessorMixin):
 def normalize_documents(text) -> list[list[str]]:
     """Validate a batch of documents and return it as fresh lists of chunk strings.
 
+    Any iterable works for the batch and for a document (a generator is read once, here).
+
     >>> normalize_documents("one chunk")
     [['one chunk']]
     >>> normalize_documents([["a", "b"], "c"])
     [['a', 'b'], ['c']]
+    >>> normalize_documents(doc for doc in ["x", ("y", "z")])
+    [['x'], ['y', 'z']]
     """
     if isinstance(text, str):
         return [[text]]
-    if not isinstance(text, (list, tuple)):
+    if not _is_collection(text):
         raise ValueError(f"documents must be a str or a list of documents, got {type(text).__name__}")
+    text = list(text)
     if not text:
         raise ValueError("got an empty batch: pass at least one document")
     documents = []
@@ -246,20 +303,83 @@ def normalize_documents(text) -> list[list[str]]:
         if isinstance(document, str):
             documents.append([document])
             continue
-        if not isinstance(document, (list, tuple)):
+        if not _is_collection(document):
             raise ValueError(
                 f"document {i} must be a str or a list of chunk strings, got {type(document).__name__}"
             )
+        document = list(document)
         if not document:
             raise ValueError(f"document {i} is empty: a document needs at least one chunk")
         for j, chunk in enumerate(document):
-            if isinstance(chunk, (list, tuple)):
+            if _is_collection(chunk):
                 raise ValueError(f"document {i}, chunk {j} is a {type(chunk).__name__}: chunks must be strings, "
                                  "documents are lists of chunks (one level of nesting)")
             if not isinstance(chunk, str):
                 raise ValueError(f"document {i}, chunk {j} must be a str, got {type(chunk).__name__}")
-        documents.append(list(document))
+        documents.append(document)
     return documents
 
 
-__all__ = ["ContextEmbedProcessor", "normalize_documents"]
+def normalize_titles(titles, num_documents: int) -> list[str | None]:
+    """One title (a str, or None for none) per document.
+
+    >>> normalize_titles(None, 2)
+    [None, None]
+    >>> normalize_titles(["Lease", None], 2)
+    ['Lease', None]
+    """
+    if titles is None:
+        return [None] * num_documents
+    if isinstance(titles, str) or not _is_collection(titles):
+        raise ValueError(
+            f"titles must be a list with one title (str or None) per document, got {type(titles).__name__}"
+            + (f" {titles!r}: wrap it in a list" if isinstance(titles, str) else "")
+        )
+    titles = list(titles)
+    if len(titles) != num_documents:
+        raise ValueError(f"titles must have one entry per document ({num_documents}), got {len(titles)}")
+    for i, title in enumerate(titles):
+        if title is not None and not isinstance(title, str):
+            raise ValueError(f"titles[{i}] must be a string or None, got {type(title).__name__}")
+        if title is not None:
+            check_text(title, f"titles[{i}]")
+    return titles
+
+
+def _is_collection(value) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+
+
+def check_text(text: str, where: str) -> None:
+    """Raise a `ValueError` naming `where` if `text` is not valid Unicode (a lone surrogate, which no tokenizer takes)."""
+    bad = _SURROGATE.search(text)
+    if bad:
+        raise ValueError(
+            f"{where} contains a lone surrogate (U+{ord(bad.group()):04X}) at character {bad.start()}: it is not "
+            "valid Unicode text; decode the source with errors='replace' (or fix it) first"
+        )
+
+
+def _describe_chunk(doc_index: int, chunk_index: int) -> str:
+    return f"document {doc_index}, chunk {chunk_index}"
+
+
+def _describe_query(doc_index: int, chunk_index: int) -> str:
+    return f"query {doc_index}"
+
+
+def _text_backend(tokenizer):
+    """A private copy of a fast tokenizer's Rust backend that reads special-token strings as text."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    from tokenizers import Tokenizer
+
+    private = Tokenizer.from_str(backend.to_str())
+    private.no_truncation()
+    private.no_padding()
+    private.encode_special_tokens = True
+    return private
+
+
+__all__ = ["ContextEmbedProcessor", "check_text", "normalize_documents", "normalize_titles"]

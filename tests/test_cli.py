@@ -51,7 +51,7 @@ def test_encode_then_search_the_index(default_model_cache, tmp_path, capsys, pre
 def test_build_command(backbone_dirs, tmp_path, capsys):
     out = tmp_path / "ckpt"
     assert main(["build", str(backbone_dirs["qwen3"]), str(out), "--embedding-dim", "16", "--matryoshka-dims", "8",
-                 "16", "--max-length", "128"]) == 0
+                 "16", "--max-seq-length", "128"]) == 0
     config = json.loads((out / "config.json").read_text())
     assert config["model_type"] == "contextembed" and config["matryoshka_dims"] == [8, 16]
     assert config["max_seq_length"] == 128 and config["text_config"]["is_causal"] is False
@@ -64,7 +64,7 @@ def test_build_command(backbone_dirs, tmp_path, capsys):
         (["search", "{bad}", "rent"], "cannot read"),
         (["search", "{missing}", "rent"], "does not exist"),
         (["search", str(LEASES), "  "], "the query is empty"),
-        (["search", str(LEASES), "rent", "--dim", "100"], r"dim must be one of \[384\], got 100"),
+        (["search", str(LEASES), "rent", "--output-dim", "100"], r"output_dim must be one of \[384\], got 100"),
         (["search", str(LEASES), "rent", "--top-k", "0"], "--top-k must be a positive integer"),
     ],
 )

@@ -49,7 +49,7 @@ def document_of(encoder, total_tokens: int) -> list[str]:
     used = 2 + per * len(chunks) + max(len(chunks) - 1, 0)
     if used < total_tokens:
         chunks.append(" ".join(["rent"] * (total_tokens - used - (1 if chunks else 0))))
-    rows = encoder.processor.encode_documents([chunks])
+    rows = encoder.processor.tokenize_documents([chunks])
     assert len(rows[0]["input_ids"]) == total_tokens
     return chunks
 

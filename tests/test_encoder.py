@@ -34,7 +34,7 @@ class TestEncodeDocuments:
                 assert np.abs(a - b).max() <= 1e-5
 
     def test_matryoshka_dim_and_tensors(self, encoder):
-        vectors = encoder.encode_documents(DOCS, dim=8, convert_to_tensor=True)
+        vectors = encoder.encode_documents(DOCS, output_dim=8, convert_to_tensor=True)
         assert all(isinstance(v, torch.Tensor) and v.shape[1] == 8 for v in vectors)
         full = encoder.encode_documents(DOCS, normalize=False)
         cut = full[0][:, :8] / np.linalg.norm(full[0][:, :8], axis=1, keepdims=True)
@@ -54,7 +54,7 @@ class TestEncodeDocuments:
         assert [text[c.start : c.end] for c in result.chunks] == [c.text for c in result.chunks]
 
     def test_strict_long_documents(self, encoder):
-        with pytest.raises(ValueError, match=r"document 0 has \d+ tokens, more than max_length=64"):
+        with pytest.raises(ValueError, match=r"document 0 has \d+ tokens, more than max_seq_length=64"):
             encoder.encode_documents([["one two three"] * 40], long_documents="error")
         assert encoder.encode_documents([["one two three"] * 40])[0].shape == (40, 16)
 
@@ -65,7 +65,7 @@ class TestEncodeDocuments:
     @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
-            ({"dim": 12}, r"dim must be one of \[8, 16\], got 12"),
+            ({"output_dim": 12}, r"output_dim must be one of \[8, 16\], got 12"),
             ({"precision": "int4"}, "precision must be one of"),
             ({"precision": "int8", "normalize": False}, "keep normalize=True"),
             ({"batch_size": 0}, "batch_size must be a positive integer"),

@@ -36,7 +36,7 @@ def test_binary_is_ubinary_minus_128():
 def test_int8_ranking_agrees_with_float():
     corpus, queries = unit(2000, 256, seed=1), unit(20, 256, seed=2)
     float_top = np.argsort(-(queries @ corpus.T), axis=1)[:, :10]
-    int_scores = dot(quantize(queries, "int8"), quantize(corpus, "int8"))
+    int_scores = dot(quantize(queries, "int8"), quantize(corpus, "int8"), "int8")
     int_top = np.argsort(-int_scores, axis=1, kind="stable")[:, :10]
     overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(float_top, int_top)])
     assert overlap >= 0.9  # stated threshold: top-10 overlap of at least 90%

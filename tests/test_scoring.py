@@ -32,8 +32,10 @@ def test_maxsim_errors():
 def test_int8_dot_is_exact():
     a = quantize(unit(5, 2048), "int8")
     b = quantize(unit(40, 2048, seed=3), "int8")
-    assert np.array_equal(dot(a, b), a.astype(np.int64) @ b.astype(np.int64).T)
-    with pytest.raises(ValueError, match="score int8 codes against int8 codes"):
+    assert np.array_equal(dot(a, b, "int8"), a.astype(np.int64) @ b.astype(np.int64).T)
+    with pytest.raises(ValueError, match="queries are float32, but precision='int8' scores int8 codes"):
+        dot(unit(1, 8), quantize(unit(2, 8), "int8"), "int8")
+    with pytest.raises(ValueError, match="vectors are int8 codes, but precision='float32' scores float vectors"):
         dot(unit(1, 8), quantize(unit(2, 8), "int8"))
 
 
@@ -42,8 +44,8 @@ def test_top_k_ties_go_to_lower_index():
     assert idx.tolist() == [[1, 0, 2]]
 
 
-def brute_force(queries, vectors, doc_ids, k_docs, k_chunks):
-    scores = dot(queries, vectors).astype(np.float64)
+def brute_force(queries, vectors, doc_ids, k_docs, k_chunks, precision="float32"):
+    scores = dot(queries, vectors, precision).astype(np.float64)
     out = []
     for q in scores:
         chunk_order = sorted(range(len(q)), key=lambda r: (-q[r], r))[:k_chunks]
@@ -56,17 +58,18 @@ def brute_force(queries, vectors, doc_ids, k_docs, k_chunks):
     return out
 
 
-@pytest.mark.parametrize("precision", ["float32", "int8"])
+@pytest.mark.parametrize("precision", ["float32", "int8", "uint8", "binary", "ubinary"])
 @pytest.mark.parametrize("block_size", [7, 64, 10_000])
 def test_exact_search_equals_brute_force(precision, block_size):
     rng = np.random.default_rng(5)
     doc_ids = np.sort(rng.integers(0, 40, size=300))
     vectors, queries = unit(300, 32, seed=6), unit(9, 32, seed=7)
     vectors[10] = vectors[11]  # exact ties
-    if precision == "int8":
-        vectors, queries = quantize(vectors, "int8"), quantize(queries, "int8")
-    result = exact_search(queries, vectors, doc_ids, top_k_documents=5, top_k_chunks=12, block_size=block_size)
-    for q, (chunks, docs, best) in enumerate(brute_force(queries, vectors, doc_ids, 5, 12)):
+    if precision != "float32":
+        vectors, queries = quantize(vectors, precision), quantize(queries, precision)
+    result = exact_search(queries, vectors, doc_ids, top_k_documents=5, top_k_chunks=12, block_size=block_size,
+                          precision=precision)
+    for q, (chunks, docs, best) in enumerate(brute_force(queries, vectors, doc_ids, 5, 12, precision)):
         assert result.chunk_rows[q].tolist() == chunks
         assert result.doc_ids[q].tolist() == docs
         assert result.doc_best_chunks[q].tolist() == best

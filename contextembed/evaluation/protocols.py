@@ -63,16 +63,14 @@ def truncate_to_tokens(processor, texts: Sequence[str], max_tokens: int = 512, t
     most `max_tokens` tokens (counted with the model's own tokenizer). Cuts fall between tokens."""
     if task not in ("query", "document"):
         raise ValueError(f"task must be 'query' or 'document', got {task!r}")
-    lead, tail = processor._special_wrapping()
+    lead, tail = processor.special_tokens_around()
     prefix = processor.query_prefix if task == "query" else processor.document_prefix
-    prefix_tokens = processor.tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+    prefix_tokens = processor.tokenize_text([prefix])[0] if prefix else []
     budget = max_tokens - len(lead) - len(tail) - len(prefix_tokens)
     if budget <= 0:
         raise ValueError(f"max_tokens={max_tokens} leaves no room after special tokens and the prefix")
-    encoded = processor.tokenizer(list(texts), add_special_tokens=False, split_special_tokens=True,
-                                  return_offsets_mapping=True)
     out = []
-    for text, offsets in zip(texts, encoded["offset_mapping"]):
+    for text, (_, offsets) in zip(texts, processor.tokenize_text(list(texts), return_offsets=True)):
         out.append(text if len(offsets) <= budget else text[: offsets[budget - 1][1]])
     return out
 

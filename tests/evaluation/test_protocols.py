@@ -87,13 +87,13 @@ def test_truncation_counts_special_tokens_and_prefix(built):
     processor = built["bert"][2]
     texts = ["rent " * 200, "short"]
     cut = truncate_to_tokens(processor, texts, max_tokens=32)
-    rows = processor.encode_documents([[t] for t in cut])
+    rows = processor.tokenize_documents([[t] for t in cut])
     assert len(rows[0]["input_ids"]) == 32 and cut[1] == "short"
     from contextembed.modeling import ContextEmbedProcessor
 
     prefixed = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
     cut = truncate_to_tokens(prefixed, texts, max_tokens=32, task="query")
-    assert len(prefixed.encode_documents([cut[0]], task="query")[0]["input_ids"]) == 32
+    assert len(prefixed.tokenize_documents([cut[0]], task="query")[0]["input_ids"]) == 32
     with pytest.raises(ValueError, match="leaves no room"):
         truncate_to_tokens(processor, texts, max_tokens=2)
 

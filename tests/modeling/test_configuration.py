@@ -55,7 +55,7 @@ class TestRoundTrip:
 class TestReferencePreset:
     def test_reference_configuration_on_a_tiny_backbone(self):
         config = ContextEmbedConfig.reference(tiny_text_config("qwen3", 100))
-        assert (config.embedding_dim, config.matryoshka_dims, config.window_length) == (2048, [1024, 2048], 32768)
+        assert (config.embedding_dim, config.matryoshka_dims, config.max_seq_length) == (2048, [1024, 2048], 32768)
         assert config.chunk_token == "<|chunk_sep|>" and config.default_precision == "int8"
         model = ContextEmbedModel(config).eval()
         ids = torch.randint(5, 100, (1, 12))

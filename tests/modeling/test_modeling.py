@@ -139,9 +139,14 @@ class TestSpecialTextIsPlainText:
 
 
 class TestEmptyChunk:
-    def test_empty_chunk_keeps_its_row_as_zero(self, model_and_processor):
+    def test_empty_chunk_is_an_error_naming_it(self, model_and_processor):
         model, processor = model_and_processor
-        out = encode(model, processor, [["one", "", "two", "   "]])
+        with pytest.raises(ValueError, match="document 1, chunk 1 is empty"):
+            processor([["one"], ["one", "", "two", "   "]], empty_chunks="error")
+
+    def test_opt_in_keeps_its_row_as_zero(self, model_and_processor):
+        model, processor = model_and_processor
+        out = encode(model, processor, [["one", "", "two", "   "]], empty_chunks="zero")
         assert out.chunk_mask.tolist() == [[1, 1, 1, 1]]
         norms = out.chunk_embeddings[0].norm(dim=-1)
         assert norms[0] > 0.99 and norms[2] > 0.99

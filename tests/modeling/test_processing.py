@@ -14,7 +14,7 @@ def processor(built):
 
 class TestLayout:
     def test_chunk_ids_follow_the_chunks(self, processor):
-        rows = processor.encode_documents([["one two", "three"]])
+        rows = processor.tokenize_documents([["one two", "three"]])
         ids, cids = rows[0]["input_ids"], rows[0]["chunk_ids"]
         tokenizer = processor.tokenizer
         assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
@@ -32,8 +32,8 @@ class TestLayout:
 
     def test_query_prefix_belongs_to_no_chunk(self, processor):
         with_prefix = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
-        rows = with_prefix.encode_documents(["one"], task="query")
-        plain = processor.encode_documents(["one"])
+        rows = with_prefix.tokenize_documents(["one"], task="query")
+        plain = processor.tokenize_documents(["one"])
         assert len(rows[0]["input_ids"]) > len(plain[0]["input_ids"])
         pooled = [t for t, c in zip(rows[0]["input_ids"], rows[0]["chunk_ids"]) if c >= 0]
         assert pooled == processor.tokenizer("one", add_special_tokens=False)["input_ids"]
@@ -41,23 +41,23 @@ class TestLayout:
     def test_prompt_in_first_chunk_is_read_as_the_prefix(self, processor):
         # sentence-transformers puts its prompt in front of the first chunk.
         with_prefix = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
-        assert with_prefix.encode_documents(["query: one"]) == with_prefix.encode_documents(["one"], task="query")
+        assert with_prefix.tokenize_documents(["query: one"]) == with_prefix.tokenize_documents(["one"], task="query")
 
     def test_titles_are_context_not_chunks(self, processor):
-        rows = processor.encode_documents([["one"]], titles=["lease"])
+        rows = processor.tokenize_documents([["one"]], titles=["lease"])
         pooled = [t for t, c in zip(rows[0]["input_ids"], rows[0]["chunk_ids"]) if c >= 0]
         assert pooled == processor.tokenizer("one", add_special_tokens=False)["input_ids"]
-        assert len(rows[0]["input_ids"]) > len(processor.encode_documents([["one"]])[0]["input_ids"])
+        assert len(rows[0]["input_ids"]) > len(processor.tokenize_documents([["one"]])[0]["input_ids"])
 
     def test_without_separators(self, processor):
         plain = ContextEmbedProcessor(processor.tokenizer, chunk_separator=False)
-        rows = plain.encode_documents([["one two", "three"]])
+        rows = plain.tokenize_documents([["one two", "three"]])
         assert processor.chunk_token_id not in rows[0]["input_ids"]
         assert rows[0]["input_ids"] == processor.tokenizer("one two three")["input_ids"]
         assert sorted(set(rows[0]["chunk_ids"])) == [-1, 0, 1]
 
     def test_long_document_passes_whole_by_default(self, processor):
-        rows = processor.encode_documents([["one two three"] * 50])
+        rows = processor.tokenize_documents([["one two three"] * 50])
         assert len(rows[0]["input_ids"]) > 64 and rows[0]["num_chunks"] == 50
 
 
@@ -78,7 +78,7 @@ class TestBadInput:
             processor(docs)
 
     def test_over_long_document_in_strict_mode(self, processor):
-        with pytest.raises(ValueError, match=r"document 1 has \d+ tokens, more than max_length=64"):
+        with pytest.raises(ValueError, match=r"document 1 has \d+ tokens, more than max_seq_length=64"):
             processor(["short", ["one two three"] * 50], long_documents="error")
 
     @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ def run(model, processor, docs, **kwargs):
 
 def oracle(model, processor, chunks):
     """Each chunk pooled from the sub-document its planned window holds, run as an ordinary single pass."""
-    rows = processor.encode_documents([chunks])[0]
+    rows = processor.tokenize_documents([chunks])[0]
     lead = rows["chunk_ids"].index(0)
     tail = len(rows["chunk_ids"]) - max(i for i, c in enumerate(rows["chunk_ids"]) if c >= 0) - 1
     lengths = [len(processor.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in chunks]
@@ -36,7 +36,7 @@ def oracle(model, processor, chunks):
         spans.append((position, position + length))
         position += length + 1
     body = position - 1
-    budget = model.config.window_length - lead - tail
+    budget = model.config.max_seq_length - lead - tail
     windows, owner = plan_windows(spans, body, budget, model.config.window_overlap)
     expected = []
     for i, w in enumerate(owner):
@@ -61,7 +61,7 @@ class TestWindows:
         model, processor = model_and_processor
         chunks = long_document(4)
         batch = processor([chunks])
-        assert batch["input_ids"].shape[1] <= model.config.window_length
+        assert batch["input_ids"].shape[1] <= model.config.max_seq_length
         with torch.inference_mode():
             assert model(**batch).last_hidden_state is not None
 

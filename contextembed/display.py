@@ -1,0 +1,91 @@
+"""What `contextembed search` prints: ranked documents with their best chunks in context, and the comparison
+of late chunking with chunks encoded alone. Everything shown comes from chunk records (an index's
+`chunks.jsonl`), never from the source files."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import numpy as np
+
+from contextembed.index import document_text
+from contextembed.quantization import int8_scale
+
+
+def show_results(query: str, result, records: list[dict], *, chunks_per_doc: int, context: int,
+                 precision: str, output_dim: int, int8_clip_sigmas: float) -> None:
+    """Print the ranked documents of one query (`result` from `exact_search`) with their best chunks."""
+    texts = {doc: document_text(list(rows)) for doc, rows in groupby(records, key=lambda r: r["doc"])}
+    print(f'Query: "{query}"')
+    print(f"{len(texts)} documents, {len(records)} chunks, each embedded with its whole document in view\n")
+    chunk_rank = {int(row): rank for rank, row in enumerate(result.chunk_rows[0])}
+    for rank, (doc, score) in enumerate(zip(result.doc_ids[0], result.doc_scores[0]), 1):
+        rows = sorted((r for r in range(len(records)) if records[r]["doc"] == doc),
+                      key=lambda r: chunk_rank[r])[:chunks_per_doc]
+        print(f"{rank}. {records[rows[0]]['path']}  (score {show_score(score, precision, output_dim, int8_clip_sigmas)})")
+        for row in rows:
+            record = records[row]
+            score = result.chunk_scores[0][chunk_rank[row]]
+            print(f"   chunk {record['chunk']} [chars {record['start']}-{record['end']}] score "
+                  f"{show_score(score, precision, output_dim, int8_clip_sigmas)}")
+            print(f"      {snippet(texts[int(doc)], record['start'], record['end'], context)}")
+        print()
+
+
+def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list[dict], *, output_dim,
+                    batch_size: int) -> None:
+    """Rank the chunks with and without their documents' context, side by side (float vectors)."""
+    alone = model.encode_documents([c["text"] for c in records], output_dim=output_dim, batch_size=batch_size,
+                                   show_progress_bar=False)
+    n = min(8, len(records))
+    print(f"Top {n} chunks in the whole corpus:")
+    for title, scores in (("with their document (late chunking)", query[0] @ vectors.T),
+                          ("each chunk encoded alone", query[0] @ np.concatenate(alone).T)):
+        print(f"  {title}:")
+        for row in np.lexsort((np.arange(len(scores)), -scores))[:n]:
+            record = records[row]
+            tied = int(np.sum(np.abs(scores - scores[row]) <= 1e-6)) - 1
+            note = f"  (tied with {tied} other chunks)" if tied else ""
+            print(f"    {scores[row]:.4f}  {record['path']:<28} {one_line(record['text'])[:60]}{note}")
+    print("\nIdentical sentences in different documents get identical vectors when encoded alone; with late "
+          "chunking each carries what its own document says around it.")
+
+
+def show_score(score, precision: str, output_dim: int, int8_clip_sigmas: float) -> str:
+    """A score as the cosine it stands for; codes also show their integer score.
+
+    >>> show_score(0.5, "float32", 384, 5.0)
+    '0.5000'
+    >>> show_score(100, "binary", 384, 5.0)
+    '100 (binary: 384 - 2 x Hamming distance)'
+    """
+    if precision == "float32":
+        return f"{float(score):.4f}"
+    if precision in ("int8", "uint8"):
+        return f"{float(score) / int8_scale(output_dim, int8_clip_sigmas) ** 2:.4f} ({precision} {int(score)})"
+    return f"{int(score)} ({precision}: {output_dim} - 2 x Hamming distance)"
+
+
+def snippet(text: str, start: int, end: int, context: int) -> str:
+    """The chunk in «» with up to `context` characters on each side, on one line.
+
+    >>> snippet("Alpha beta. Gamma delta. Epsilon.", 12, 24, 6)
+    '…beta. «Gamma delta.» Epsil…'
+    """
+    before, after = text[max(0, start - context) : start], text[end : end + context]
+    return (("…" if start > context else "") + one_line(before, keep_edges=True) + "«" + one_line(text[start:end])
+            + "»" + one_line(after, keep_edges=True) + ("…" if end + context < len(text) else ""))
+
+
+def one_line(text: str, keep_edges: bool = False) -> str:
+    """Whitespace runs collapsed to one space.
+
+    >>> one_line("  a\\n b  ", keep_edges=True)
+    ' a b '
+    """
+    collapsed = " ".join(text.split())
+    if keep_edges and text[:1].isspace():
+        collapsed = " " + collapsed
+    if keep_edges and text[-1:].isspace() and collapsed.strip():
+        collapsed += " "
+    return collapsed

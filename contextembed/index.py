@@ -1,0 +1,182 @@
+"""An encoded corpus on disk: a self-contained folder that `search` reads without the source files.
+
+Layout (written by `contextembed encode`):
+
+- `embeddings.npy`: one row per chunk, float32 or codes (`numpy.load` reads it, no pickles);
+- `chunks.jsonl`: one JSON object per row, in the same order: `doc` (document index), `path` (relative to
+  the corpus root, for display), `chunk` (index within the document), `start`, `end` (character offsets
+  into the document's text) and `text` (the chunk's text);
+- `index.json`: `format_version`, `model`, `output_dim`, `precision`, `int8_clip_sigmas`, `chunker`,
+  `num_documents`, `num_chunks` and the document paths.
+
+Everything `search` shows comes from these three files. An index is written into a staging folder beside the
+target and renamed into place, so a crash never leaves a half-written index, and an existing index is only
+replaced when the caller says so.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from contextembed.modeling.configuration_contextembed import PRECISIONS
+from contextembed.scoring import check_codes
+
+INDEX_FORMAT_VERSION = 2
+FILES = ("embeddings.npy", "chunks.jsonl", "index.json")
+RECORD_FIELDS = {"doc": int, "path": str, "chunk": int, "start": int, "end": int, "text": str}
+
+
+@dataclass
+class Index:
+    embeddings: np.ndarray  # (N, D) floats, or (N, D or D/8) codes of `meta["precision"]`
+    chunks: list[dict]  # one record per row (RECORD_FIELDS)
+    meta: dict
+
+
+def is_index(path: str | Path) -> bool:
+    return (Path(path) / "index.json").is_file()
+
+
+def write_index(output_dir: str | Path, embeddings: np.ndarray, chunks: list[dict], meta: dict,
+                overwrite: bool = False) -> Path:
+    """Write an index atomically: into a staging folder beside `output_dir`, then renamed into place.
+
+    An existing index in `output_dir` is replaced only with `overwrite=True`; a folder that holds anything
+    else, or a file at that path, is never touched.
+    """
+    output_dir = Path(output_dir)
+    check_index_target(output_dir, overwrite)
+    if len(chunks) != len(embeddings):
+        raise ValueError(f"{len(embeddings)} vectors but {len(chunks)} chunk records")
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = output_dir.parent / f".{output_dir.name}.staging-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        np.save(staging / "embeddings.npy", embeddings)
+        with open(staging / "chunks.jsonl", "w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+        meta = {"format_version": INDEX_FORMAT_VERSION, **meta, "num_chunks": len(chunks)}
+        (staging / "index.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if output_dir.exists():
+            # The old index moves aside before the new one moves in: at every moment one of them is whole.
+            retired = output_dir.parent / f".{output_dir.name}.replaced-{uuid.uuid4().hex[:8]}"
+            output_dir.rename(retired)
+            try:
+                staging.rename(output_dir)
+            except OSError:
+                retired.rename(output_dir)
+                raise
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            staging.rename(output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return output_dir
+
+
+def check_index_target(output_dir: str | Path, overwrite: bool = False) -> None:
+    """Raise a `ValueError` unless an index may be written to `output_dir` (see `write_index`)."""
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"the output path {str(output_dir)!r} is a file: pass a folder for the index")
+    if output_dir.is_dir() and any(output_dir.iterdir()):
+        if not is_index(output_dir):
+            raise ValueError(f"{str(output_dir)!r} is a non-empty folder that is not an index: pass a new or empty "
+                             "folder")
+        if not overwrite:
+            raise ValueError(f"{str(output_dir)!r} already holds an index: pass --overwrite (overwrite=True) to "
+                             "replace it")
+
+
+def read_index(path: str | Path) -> Index:
+    """Read and check an index; every inconsistency is a `ValueError` naming the file (and line)."""
+    path = Path(path)
+    for name in FILES:
+        if not (path / name).is_file():
+            raise ValueError(f"{str(path)!r} is not a complete index: {name} is missing")
+    meta = _read_meta(path / "index.json")
+    try:
+        embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read {str(path / 'embeddings.npy')!r}: {error}") from error
+    chunks = _read_records(path / "chunks.jsonl")
+    if embeddings.ndim != 2:
+        raise ValueError(f"{str(path / 'embeddings.npy')!r} must be a 2-D array, got shape {embeddings.shape}")
+    check_codes(embeddings, meta["precision"], f"the vectors in {str(path / 'embeddings.npy')!r}")
+    width = meta["output_dim"] // 8 if meta["precision"] in ("binary", "ubinary") else meta["output_dim"]
+    if embeddings.shape[1] != width:
+        raise ValueError(f"index {str(path)!r} says output_dim={meta['output_dim']} ({meta['precision']}), but its "
+                         f"vectors have {embeddings.shape[1]} columns")
+    if not len(chunks) == len(embeddings) == meta["num_chunks"]:
+        raise ValueError(f"index {str(path)!r} has {len(embeddings)} vectors but {len(chunks)} chunk records "
+                         f"(index.json says {meta['num_chunks']})")
+    docs = [record["doc"] for record in chunks]
+    if any(b < a for a, b in zip(docs, docs[1:])) or (docs and docs[0] < 0):
+        raise ValueError(f"{str(path / 'chunks.jsonl')!r}: `doc` must be non-negative and non-decreasing")
+    return Index(embeddings, chunks, meta)
+
+
+def document_text(records: list[dict]) -> str:
+    """A document's text rebuilt from its chunk records alone: each chunk at its offsets, gaps as spaces.
+
+    >>> document_text([{"start": 0, "end": 5, "text": "Rent."}, {"start": 6, "end": 10, "text": "Due."}])
+    'Rent. Due.'
+    """
+    length = max((r["end"] for r in records), default=0)
+    characters = [" "] * length
+    for record in records:
+        characters[record["start"] : record["end"]] = record["text"]
+    return "".join(characters)
+
+
+def _read_meta(file: Path) -> dict:
+    try:
+        meta = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read {str(file)!r} as JSON: {error}") from error
+    if not isinstance(meta, dict):
+        raise ValueError(f"{str(file)!r} must hold a JSON object")
+    if meta.get("format_version") != INDEX_FORMAT_VERSION:
+        raise ValueError(f"{str(file)!r}: format_version must be {INDEX_FORMAT_VERSION}, got "
+                         f"{meta.get('format_version')!r} (re-encode the corpus with this version)")
+    if meta.get("precision") not in PRECISIONS:
+        raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {meta.get('precision')!r}")
+    for name in ("output_dim", "num_chunks"):
+        value = meta.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{str(file)!r}: {name} must be a non-negative integer, got {value!r}")
+    return meta
+
+
+def _read_records(file: Path) -> list[dict]:
+    records = []
+    try:
+        with open(file, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                where = f"{file}:{number}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{where}: not valid JSON ({error})") from error
+                if not isinstance(record, dict):
+                    raise ValueError(f"{where}: each line must be a JSON object, got {type(record).__name__}")
+                for name, kind in RECORD_FIELDS.items():
+                    value = record.get(name)
+                    if not isinstance(value, kind) or isinstance(value, bool):
+                        raise ValueError(f"{where}: `{name}` must be {kind.__name__}, got {value!r}")
+                if not 0 <= record["start"] <= record["end"] or record["end"] - record["start"] != len(record["text"]):
+                    raise ValueError(f"{where}: start/end ({record['start']}, {record['end']}) do not span the "
+                                     f"{len(record['text'])} characters of its text")
+                records.append(record)
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"cannot read {str(file)!r}: {error}") from error
+    return records
