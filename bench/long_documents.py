@@ -1,4 +1,4 @@
-"""Peak memory and time of one long document vs its length, through a tiny random RoPE backbone.
+"""Peak memory of long documents: one pass up to 32k tokens, and windows over documents of many chunks.
 
 A Qwen3-style backbone with 32,768 positions is built in the script (random weights; hidden 64, 2 layers), and
 one document of 2k, 4k, 8k, 16k and 32,768 tokens (one-sentence-sized chunks) runs through
@@ -7,7 +7,11 @@ peak resident memory; the baseline (the same process before the forward pass) is
 bidirectional mask would be (T x T) — 4 GiB of booleans at 32k per head-broadcast row — so memory should grow
 about linearly: the target is peak(32k) <= 2.2 x peak(16k).
 
-    python bench/long_documents.py [--lengths 2048 4096 ...]
+Windows (`--chunks`): a document of N two-token chunks (N = 1k ... 100k, so up to 200k tokens) through the same
+backbone with 512-token windows. The output itself is N x hidden floats; everything else must be bounded by the
+window, so peak memory above baseline minus the output's size should stay flat as N grows 100x.
+
+    python bench/long_documents.py [--lengths 2048 4096 ...] [--chunks 1000 10000 100000]
 
 Last line: the 32k/16k peak-memory ratio.
 """
@@ -51,19 +55,73 @@ print(json.dumps({"length": length, "seconds": seconds, "peak_mib": (after - bef
 """
 
 
+CHUNKS_CHILD = r"""
+import json, resource, sys, time
+import torch
+from transformers import Qwen3Config
+from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel
+
+n_chunks, hidden = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+text_config = Qwen3Config(vocab_size=1000, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=hidden // 4, intermediate_size=2 * hidden,
+                          max_position_embeddings=32768)
+model = ContextEmbedModel(ContextEmbedConfig(text_config=text_config, chunk_token_id=3, max_seq_length=512)).eval()
+length = 2 * n_chunks + 2
+ids = torch.randint(10, 1000, (1, length))
+chunk_ids = torch.cat([torch.tensor([-1]), torch.arange(2 * n_chunks) // 2, torch.tensor([-1])]).unsqueeze(0)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+with torch.inference_mode():
+    out = model(input_ids=ids, chunk_ids=chunk_ids)
+seconds = time.perf_counter() - start
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert out.chunk_embeddings.shape[1] == n_chunks and out.last_hidden_state is None  # windowed, every chunk
+output_mib = n_chunks * hidden * 4 / 2**20
+print(json.dumps({"chunks": n_chunks, "tokens": length, "seconds": seconds, "peak_mib": (after - before) / 1024,
+                  "output_mib": output_mib}))
+"""
+
+
+def run_child(child: str, *args) -> dict | None:
+    result = subprocess.run([sys.executable, "-c", child, *map(str, args)], capture_output=True, text=True)
+    if result.returncode != 0:
+        print(result.stderr, file=sys.stderr)
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def chunk_scaling(counts: list[int], hidden: int) -> list[str]:
+    rows = [run_child(CHUNKS_CHILD, n, hidden) for n in counts]
+    if any(r is None for r in rows):
+        raise SystemExit(1)
+    lines = ["| chunks | tokens | windows, s | peak memory above baseline, MiB | of which the output, MiB |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['chunks']:,} | {r['tokens']:,} | {r['seconds']:.1f} | {r['peak_mib']:.0f} | {r['output_mib']:.0f} |"
+              for r in rows]
+    overhead = [r["peak_mib"] - r["output_mib"] for r in rows]
+    lines += ["", f"Peak memory beyond the output, {rows[-1]['chunks']:,} vs {rows[0]['chunks']:,} chunks: "
+                  f"{overhead[-1]:.0f} vs {overhead[0]:.0f} MiB (bounded by the 512-token window, not the chunk count)."]
+    write_result("long_documents_chunks", "python bench/long_documents.py --chunks " + " ".join(map(str, counts)),
+                 lines, {"rows": rows})
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 4096, 8192, 16384, 32768])
     parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--chunks", type=int, nargs="*", default=[1000, 10000, 100000],
+                        help="chunk counts for the windowed run (none to skip it)")
     args = parser.parse_args()
+    if args.chunks:
+        print("\n".join(chunk_scaling(args.chunks, args.hidden)) + "\n")
     rows = []
     for length in args.lengths:
-        result = subprocess.run([sys.executable, "-c", CHILD, str(length), str(args.hidden)], capture_output=True,
-                                text=True)
-        if result.returncode != 0:
-            print(result.stderr, file=sys.stderr)
+        row = run_child(CHILD, length, args.hidden)
+        if row is None:
             return 1
-        rows.append(json.loads(result.stdout.strip().splitlines()[-1]))
+        rows.append(row)
     lines = ["| tokens | chunks | one pass, s | peak memory above baseline, MiB |", "|---|---|---|---|"]
     lines += [f"| {r['length']} | {r['chunks']} | {r['seconds']:.2f} | {r['peak_mib']:.0f} |" for r in rows]
     by_length = {r["length"]: r for r in rows}

@@ -49,7 +49,7 @@ def main() -> int:
     texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples" / "data" / "leases").glob("*.txt"))]
     texts += ["\n".join(d.sentences) for d in load_context_bench(shipped_dataset())[0]]
     chunked = [contextembed.chunk_text(t, "sentences") for t in texts]
-    lengths = [len(r["input_ids"]) for r in ours.processor.encode_documents([[c.text for c in cs] for cs in chunked])]
+    lengths = [len(r["input_ids"]) for r in ours.processor.tokenize_documents([[c.text for c in cs] for cs in chunked])]
     keep = [i for i, n in enumerate(lengths) if n <= 512][: args.docs]
     texts = [texts[i] for i in keep]
     tokens = sum(lengths[i] for i in keep)

@@ -39,7 +39,7 @@ def main() -> int:
     encoder = contextembed.load(args.model)
     documents, _ = load_context_bench(shipped_dataset())
     docs = [d.sentences for d in documents[: args.docs]]
-    rows = encoder.processor.encode_documents(docs, task="document")
+    rows = encoder.processor.tokenize_documents(docs, task="document")
     batches = [encoder.processor.pad([rows[i] for i in batch])
                for batch in token_budget_batches([len(r["input_ids"]) for r in rows], args.batch_size, 16384)]
     backbone = encoder.model.backbone

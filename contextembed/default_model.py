@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "contextembed-all-MiniLM-L6-v2"
 # Bump when the build recipe changes, so caches from older recipes are not reused.
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 WINDOW_HEAD_TOKENS = 0
 
 SUMMARY = (

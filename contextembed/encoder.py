@@ -119,7 +119,7 @@ class ContextEmbedder:
         Returns:
             One `(n_chunks, dim)` array per document, in input order; with a chunker, one `ChunkedEmbeddings` each.
         """
-        documents = _as_list(documents, "documents", "a list of documents; wrap a single document in a list")
+        documents = _as_list(documents, "documents", "a list of documents (wrap a single document in a list)")
         chunk_lists = None
         if chunker is not None:
             chunk_lists = []
@@ -160,7 +160,7 @@ class ContextEmbedder:
 
         An empty (or whitespace-only) query is an error naming it: it has nothing to embed.
         """
-        queries = _as_list(queries, "queries", "a list of strings; wrap a single query in a list")
+        queries = _as_list(queries, "queries", "a list of strings (wrap a single query in a list)")
         for i, query in enumerate(queries):
             if not isinstance(query, str):
                 raise ValueError(f"query {i} must be a str, got {type(query).__name__}")

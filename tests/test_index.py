@@ -1,0 +1,109 @@
+"""An index is self-contained and written atomically: search reads only the index, never the source files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import contextembed.index
+from contextembed.cli import main
+from contextembed.index import document_text, read_index, write_index
+
+
+def write_corpus(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "lease.txt").write_text("The lease is for one year. Rent is two. She is the tenant.")
+    (folder / "company.txt").write_text("The company owns the street. It pays the deposit.")
+    return folder
+
+
+@pytest.fixture
+def setup(built, tmp_path):
+    model = str(built["bert"][0])
+    corpus = write_corpus(tmp_path / "corpus")
+    index = tmp_path / "index"
+    assert main(["encode", str(corpus), str(index), "--model", model, "--no-progress"]) == 0
+    return model, corpus, index
+
+
+def search(index, model, capsys, query="who is the tenant"):
+    capsys.readouterr()
+    assert main(["search", str(index), query, "--model", model]) == 0
+    return capsys.readouterr().out
+
+
+class TestSelfContained:
+    def test_search_reads_no_source_file(self, setup, tmp_path, capsys):
+        model, corpus, index = setup
+        before = search(index, model, capsys)
+        shutil.rmtree(corpus)  # a moved or deleted corpus
+        assert search(index, model, capsys) == before
+        assert "«She is the tenant.»" in before
+
+    def test_an_edited_source_file_does_not_change_what_search_shows(self, setup, capsys):
+        model, corpus, index = setup
+        before = search(index, model, capsys)
+        (corpus / "lease.txt").write_text("Completely different text now, nothing like before at all.")
+        assert search(index, model, capsys) == before
+
+    def test_a_crafted_index_cannot_read_other_files(self, setup, tmp_path, capsys):
+        model, _, index = setup
+        secret = tmp_path / "secret.txt"
+        secret.write_text("TOP-SECRET-CONTENT " * 20)
+        meta = json.loads((index / "index.json").read_text())
+        meta.update(root="/", documents=[str(secret), str(secret)])
+        (index / "index.json").write_text(json.dumps(meta))
+        records = [json.loads(line) for line in (index / "chunks.jsonl").read_text().splitlines()]
+        for record in records:
+            record["path"] = str(secret)
+        (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        assert "TOP-SECRET" not in search(index, model, capsys)
+
+    def test_index_json_holds_no_machine_path(self, setup):
+        _, corpus, index = setup
+        assert str(corpus) not in (index / "index.json").read_text()
+        assert str(corpus) not in (index / "chunks.jsonl").read_text()
+
+
+class TestAtomicWrites:
+    def test_an_index_is_replaced_only_with_overwrite(self, setup, tmp_path, capsys):
+        model, corpus, index = setup
+        other = write_corpus(tmp_path / "other")
+        (other / "extra.txt").write_text("A third document about the table row.")
+        assert main(["encode", str(other), str(index), "--model", model]) == 2
+        assert read_index(index).meta["num_documents"] == 2
+        assert main(["encode", str(other), str(index), "--model", model, "--overwrite", "--no-progress"]) == 0
+        assert read_index(index).meta["num_documents"] == 3
+        assert not [p for p in index.parent.iterdir() if p.name.startswith(".index.")]  # no staging left behind
+
+    def test_a_crash_while_writing_keeps_the_old_index(self, setup, monkeypatch):
+        _, _, index = setup
+        old = read_index(index)
+
+        def crash(*args, **kwargs):
+            raise OSError("disk full")
+
+        monkeypatch.setattr(contextembed.index.json, "dumps", crash)  # after embeddings.npy is written
+        with pytest.raises(OSError, match="disk full"):
+            write_index(index, old.embeddings[:1], old.chunks[:1], dict(old.meta), overwrite=True)
+        again = read_index(index)
+        assert np.array_equal(again.embeddings, old.embeddings) and again.chunks == old.chunks
+        assert [p.name for p in index.parent.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("precision", ["int8", "uint8", "binary", "ubinary"])
+def test_code_indexes_are_searched_in_their_precision(setup, tmp_path, capsys, precision):
+    model, corpus, _ = setup
+    index = tmp_path / precision
+    assert main(["encode", str(corpus), str(index), "--model", model, "--precision", precision,
+                 "--no-progress"]) == 0
+    out = search(index, model, capsys)
+    assert out.count("chunk ") >= 2 and f"({precision}" in out
+
+
+def test_document_text_rebuilds_offsets():
+    records = [{"start": 4, "end": 8, "text": "rent"}, {"start": 10, "end": 13, "text": "due"}]
+    assert document_text(records) == "    rent  due"
