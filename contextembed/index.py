@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contextembed.jsonl import field, read_records
 from contextembed.modeling.configuration_contextembed import PRECISIONS
 from contextembed.scoring import check_codes
 
@@ -157,26 +158,12 @@ def _read_meta(file: Path) -> dict:
 
 def _read_records(file: Path) -> list[dict]:
     records = []
-    try:
-        with open(file, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                where = f"{file}:{number}"
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{where}: not valid JSON ({error})") from error
-                if not isinstance(record, dict):
-                    raise ValueError(f"{where}: each line must be a JSON object, got {type(record).__name__}")
-                for name, kind in RECORD_FIELDS.items():
-                    value = record.get(name)
-                    if not isinstance(value, kind) or isinstance(value, bool):
-                        raise ValueError(f"{where}: `{name}` must be {kind.__name__}, got {value!r}")
-                if not 0 <= record["start"] <= record["end"] or record["end"] - record["start"] != len(record["text"]):
-                    raise ValueError(f"{where}: start/end ({record['start']}, {record['end']}) do not span the "
-                                     f"{len(record['text'])} characters of its text")
-                records.append(record)
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"cannot read {str(file)!r}: {error}") from error
+    for number, record in read_records(file):
+        where = f"{file}:{number}"
+        for name, kind in RECORD_FIELDS.items():
+            field(record, name, kind, where)
+        if not 0 <= record["start"] <= record["end"] or record["end"] - record["start"] != len(record["text"]):
+            raise ValueError(f"{where}: start/end ({record['start']}, {record['end']}) do not span the "
+                             f"{len(record['text'])} characters of its text")
+        records.append(record)
     return records

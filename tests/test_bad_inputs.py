@@ -235,7 +235,7 @@ CLI_ERRORS = {
         r"chunks.jsonl:2: not valid JSON"),
     "chunks.jsonl record without text": (
         lambda idx, corpus, tmp: (break_line(idx, 1, lambda line: json.dumps({**json.loads(line), "text": 1})),
-                                  ["search", str(idx), "rent"])[1], r"chunks.jsonl:1: `text` must be str, got 1"),
+                                  ["search", str(idx), "rent"])[1], r"chunks.jsonl:1: field .text. must be str, got int"),
     "chunks.jsonl offsets that do not span the text": (
         lambda idx, corpus, tmp: (break_line(idx, 1, lambda line: json.dumps({**json.loads(line), "end": 999})),
                                   ["search", str(idx), "rent"])[1], r"chunks.jsonl:1: start/end \(0, 999\)"),
@@ -287,3 +287,14 @@ def test_cli_errors_name_the_problem(encoded, tmp_path, capsys, case):
     err = capsys.readouterr().err
     assert err.startswith(f"contextembed {argv[0]}: error: ") and "Traceback" not in err
     assert re.search(message, err), err
+
+
+def test_transformers_and_sentence_transformers_load_strictly_too(built, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    path = tamper(built["bert"][0], tmp_path / "c", edit_config(text_config={"num_hidden_layers": 1}))
+    with pytest.raises(ValueError, match="unexpected keys"):
+        AutoModel.from_pretrained(path)
+    with pytest.raises(ValueError, match="unexpected keys"):
+        SentenceTransformer(str(path))

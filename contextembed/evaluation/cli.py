@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from importlib.resources import files
 from pathlib import Path

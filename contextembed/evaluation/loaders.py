@@ -21,10 +21,10 @@ is one relevance set.
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contextembed import jsonl
 from contextembed.evaluation.context_bench import ContextDocument, ContextQuery
 
 
@@ -40,27 +40,7 @@ def _records(path: Path):
         for i, row in enumerate(pq.read_table(path).to_pylist(), 1):
             yield i, row
         return
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from error
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
-            yield line_number, record
-
-
-def _field(record: dict, name: str, kind, where: str):
-    if name not in record:
-        raise ValueError(f"{where}: missing field {name!r}")
-    value = record[name]
-    if not isinstance(value, kind):
-        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-        raise ValueError(f"{where}: field {name!r} must be {expected}, got {type(value).__name__}")
-    return value
+    yield from jsonl.read_records(path)
 
 
 def load_context_bench(folder: str | Path) -> tuple[list[ContextDocument], list[ContextQuery]]:
@@ -69,8 +49,8 @@ def load_context_bench(folder: str | Path) -> tuple[list[ContextDocument], list[
     documents, sentence_counts = [], {}
     for line, record in _records(folder / "documents.jsonl"):
         where = f"{folder / 'documents.jsonl'}:{line}"
-        doc_id = _field(record, "id", str, where)
-        sentences = _field(record, "sentences", list, where)
+        doc_id = jsonl.field(record, "id", str, where)
+        sentences = jsonl.field(record, "sentences", list, where)
         if not sentences or not all(isinstance(s, str) for s in sentences):
             raise ValueError(f"{where}: 'sentences' must be a non-empty list of strings")
         if doc_id in sentence_counts:
@@ -90,12 +70,12 @@ def load_context_bench(folder: str | Path) -> tuple[list[ContextDocument], list[
     queries, seen = [], set()
     for line, record in _records(folder / "queries.jsonl"):
         where = f"{folder / 'queries.jsonl'}:{line}"
-        query_id = _field(record, "id", str, where)
+        query_id = jsonl.field(record, "id", str, where)
         if query_id in seen:
             raise ValueError(f"{where}: duplicate query id {query_id!r}")
         seen.add(query_id)
-        text = _field(record, "query", str, where)
-        targets = _field(record, "targets", list, where)
+        text = jsonl.field(record, "query", str, where)
+        targets = jsonl.field(record, "targets", list, where)
         if not targets or any(t not in sentence_counts for t in targets):
             raise ValueError(f"{where}: 'targets' must list known document ids, got {targets!r}")
         answers = record.get("answers", [])
@@ -146,8 +126,8 @@ def load_conteb_task(folder: str | Path) -> ChunkTask:
     known = set()
     for line, record in _records(path):
         where = f"{path}:{line}"
-        chunk_id = _field(record, "chunk_id", str, where)
-        text = _field(record, "chunk", str, where)
+        chunk_id = jsonl.field(record, "chunk_id", str, where)
+        text = jsonl.field(record, "chunk", str, where)
         doc_id, sep, index = chunk_id.rpartition("_")
         if not sep or not doc_id or not index.isdigit():
             raise ValueError(f"{where}: chunk_id must be '<docid>_<chunkindex>', got {chunk_id!r}")
@@ -162,11 +142,11 @@ def load_conteb_task(folder: str | Path) -> ChunkTask:
     queries, gold = [], []
     for line, record in _records(path):
         where = f"{path}:{line}"
-        queries.append(_field(record, "query", str, where))
+        queries.append(jsonl.field(record, "query", str, where))
         if "chunk_ids" in record:
-            ids = _field(record, "chunk_ids", list, where)
+            ids = jsonl.field(record, "chunk_ids", list, where)
         else:
-            ids = [_field(record, "chunk_id", str, where)]
+            ids = [jsonl.field(record, "chunk_id", str, where)]
         unknown = [c for c in ids if c not in known]
         if not ids or unknown:
             raise ValueError(f"{where}: gold chunk ids {unknown or ids!r} are not in the documents")
@@ -188,14 +168,14 @@ def load_beir(folder: str | Path) -> BeirDataset:
     corpus = {}
     for line, record in _records(folder / "corpus.jsonl"):
         where = f"{folder / 'corpus.jsonl'}:{line}"
-        doc_id = str(_field(record, "_id", (str, int), where))
-        text = _field(record, "text", str, where)
+        doc_id = str(jsonl.field(record, "_id", (str, int), where))
+        text = jsonl.field(record, "text", str, where)
         title = record.get("title") or ""
         corpus[doc_id] = f"{title}. {text}" if title else text
     queries = {}
     for line, record in _records(folder / "queries.jsonl"):
         where = f"{folder / 'queries.jsonl'}:{line}"
-        queries[str(_field(record, "_id", (str, int), where))] = _field(record, "text", str, where)
+        queries[str(jsonl.field(record, "_id", (str, int), where))] = jsonl.field(record, "text", str, where)
     qrels_files = sorted((folder / "qrels").glob("*.tsv"))
     if not qrels_files:
         raise ValueError(f"{str(folder / 'qrels')!r} has no .tsv relevance files")
