@@ -40,6 +40,15 @@ text_config = Qwen3Config(vocab_size=1000, hidden_size=hidden, num_hidden_layers
                           num_key_value_heads=2, head_dim=hidden // 4, intermediate_size=2 * hidden,
                           max_position_embeddings=32768)
 model = ContextEmbedModel(ContextEmbedConfig(text_config=text_config, chunk_token_id=3, max_seq_length=window)).eval()
+
+
+def measure(ids, chunk_ids):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = model(input_ids=ids, chunk_ids=chunk_ids)
+    seconds = time.perf_counter() - start
+    return out, seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
 """
 
 CHILD = SETUP + r"""
@@ -48,15 +57,9 @@ ids = torch.randint(10, 1000, (1, length))
 chunk_ids = torch.arange(length).div(32, rounding_mode="floor").unsqueeze(0)
 chunk_ids[:, 0] = -1
 chunk_ids[:, -1] = -1
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-start = time.perf_counter()
-with torch.inference_mode():
-    out = model(input_ids=ids, chunk_ids=chunk_ids)
-seconds = time.perf_counter() - start
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out, seconds, peak_mib = measure(ids, chunk_ids)
 assert out.last_hidden_state is not None and out.last_hidden_state.shape[1] == length  # one pass
-print(json.dumps({"length": length, "seconds": seconds, "peak_mib": (after - before) / 1024,
-                  "chunks": int(out.chunk_mask.sum())}))
+print(json.dumps({"length": length, "seconds": seconds, "peak_mib": peak_mib, "chunks": int(out.chunk_mask.sum())}))
 """
 
 
@@ -65,15 +68,10 @@ n_chunks = size
 length = 2 * n_chunks + 2
 ids = torch.randint(10, 1000, (1, length))
 chunk_ids = torch.cat([torch.tensor([-1]), torch.arange(2 * n_chunks) // 2, torch.tensor([-1])]).unsqueeze(0)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-start = time.perf_counter()
-with torch.inference_mode():
-    out = model(input_ids=ids, chunk_ids=chunk_ids)
-seconds = time.perf_counter() - start
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out, seconds, peak_mib = measure(ids, chunk_ids)
 assert out.chunk_embeddings.shape[1] == n_chunks and out.last_hidden_state is None  # windowed, every chunk
 output_mib = n_chunks * hidden * 4 / 2**20
-print(json.dumps({"chunks": n_chunks, "tokens": length, "seconds": seconds, "peak_mib": (after - before) / 1024,
+print(json.dumps({"chunks": n_chunks, "tokens": length, "seconds": seconds, "peak_mib": peak_mib,
                   "output_mib": output_mib}))
 """
 

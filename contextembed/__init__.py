@@ -37,15 +37,15 @@ def __getattr__(name: str):
 
 
 def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
-    """Load a checkpoint (local directory or Hub id); with no argument, the default model.
+    """Load a checkpoint (local directory or Hub id); with no argument, the default (trained) model.
 
-    Keyword arguments go to `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`, `token`,
-    `cache_dir`, `local_files_only`, `attn_implementation`).
+    `"contextembed-all-MiniLM-L6-v2-untrained"` names the untrained baseline (MiniLM wrapped for late chunking,
+    not fine-tuned). Keyword arguments go to `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`,
+    `token`, `cache_dir`, `local_files_only`, `attn_implementation`).
     """
-    if path_or_id is None:
-        from contextembed.default_model import default_model_path
+    from contextembed.default_model import DEFAULT_MODEL_NAME, named_model_path
 
-        path_or_id = default_model_path()
+    path_or_id = named_model_path(path_or_id or DEFAULT_MODEL_NAME) or path_or_id
     return ContextEmbedder.from_pretrained(path_or_id, **kwargs)
 
 

@@ -29,6 +29,7 @@ def build_checkpoint(
     document_prefix: str = "",
     window_head_tokens: int = 0,
     chunk_token: str = DEFAULT_CHUNK_TOKEN,
+    separator_init: str = "mean",
     card: dict | None = None,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Wrap a backbone for late chunking: add the separator token and the projection, then save.
@@ -43,6 +44,8 @@ def build_checkpoint(
         query_prefix / document_prefix: text put before queries / documents.
         window_head_tokens: opening tokens carried into every later window of a long document.
         chunk_token: the separator token to add.
+        separator_init: where the separator's embedding row starts: `"mean"` (the mean of the trained rows) or a
+            token of the vocabulary whose row it copies (e.g. `"."`).
         card: model-card fields (`title`, `summary`, `base_model`, `results`, `limitations`, ...).
 
     Returns:
@@ -87,7 +90,7 @@ def build_checkpoint(
     if config.embedding_dim is not None:
         logger.info("added an untrained %d -> %d projection (orthogonal init)", config.text_config.hidden_size,
                     config.embedding_dim)
-    _add_separator_row(model, tokenizer, chunk_token_id)
+    _add_separator_row(model, tokenizer, chunk_token_id, separator_init)
     model.eval()
 
     tokenizer.model_max_length = config.max_seq_length
@@ -103,7 +106,7 @@ def build_checkpoint(
     return model, processor
 
 
-def _add_separator_row(model: ContextEmbedModel, tokenizer, chunk_token_id: int) -> None:
+def _add_separator_row(model: ContextEmbedModel, tokenizer, chunk_token_id: int, init: str = "mean") -> None:
     """Give the separator a defined embedding: resize only when the tokenizer outgrew the matrix."""
     embeddings = model.get_input_embeddings()
     rows = embeddings.weight.shape[0]
@@ -111,8 +114,16 @@ def _add_separator_row(model: ContextEmbedModel, tokenizer, chunk_token_id: int)
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
         logger.info("resized token embeddings from %d to %d rows", rows, len(tokenizer))
         embeddings = model.get_input_embeddings()
+    if init != "mean":
+        source = tokenizer.convert_tokens_to_ids(init)
+        if source is None or source == tokenizer.unk_token_id or source == chunk_token_id:
+            raise ValueError(f"separator_init must be 'mean' or a token of the vocabulary, got {init!r}")
     with torch.no_grad():
-        # Spare rows (Qwen3, ModernBERT) are untrained: start the separator at the mean of the trained rows.
-        trained = embeddings.weight[: min(rows, len(tokenizer))]
-        embeddings.weight[chunk_token_id] = trained[torch.arange(len(trained)) != chunk_token_id].mean(0)
-    logger.info("initialised the embedding row of separator id %d to the mean embedding", chunk_token_id)
+        if init == "mean":
+            # Spare rows (Qwen3, ModernBERT) are untrained: start the separator at the mean of the trained rows.
+            trained = embeddings.weight[: min(rows, len(tokenizer))]
+            embeddings.weight[chunk_token_id] = trained[torch.arange(len(trained)) != chunk_token_id].mean(0)
+        else:
+            embeddings.weight[chunk_token_id] = embeddings.weight[source]
+    logger.info("initialised the embedding row of separator id %d from %s", chunk_token_id,
+                "the mean embedding" if init == "mean" else repr(init))

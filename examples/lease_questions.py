@@ -1,4 +1,5 @@
-"""How often does the default model put the right lease's clause first among identical clauses?
+"""How often does the default model (and its untrained baseline) put the right lease's clause first among
+identical clauses?
 
 Six leases share every clause word for word; only the address, tenant, dates and amounts at the
 top differ. For 5 clauses x 6 addresses we ask "<clause question> at <address>?" and check
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import contextembed
 from contextembed.corpus import read_corpus
+from contextembed.default_model import UNTRAINED_MODEL_NAME
 
 LEASES = Path(__file__).parent / "data" / "leases"
 ADDRESSES = {"harbor-street": "14 Harbor Street", "elm-avenue": "27 Elm Avenue", "mill-lane": "3 Mill Lane",
@@ -42,14 +44,15 @@ def hits(model, documents) -> int:
 
 
 def main() -> None:
-    model = contextembed.load()
     _, documents = read_corpus(LEASES)
     total = len(QUESTIONS) * len(ADDRESSES)
     print(f"chunks encoded alone: six identical copies, a six-way tie ({total / 6:.0f}/{total} expected by chance)")
-    for window, head in SETTINGS:
-        model.config.max_seq_length, model.config.window_head_tokens = window, head
-        print(f"late chunking, {window}-token windows, {head} opening tokens carried: "
-              f"{hits(model, documents)}/{total} right clause first")
+    for name, label in ((None, "default model"), (UNTRAINED_MODEL_NAME, "untrained baseline")):
+        model = contextembed.load(name)
+        for window, head in SETTINGS:
+            model.config.max_seq_length, model.config.window_head_tokens = window, head
+            print(f"{label}, late chunking, {window}-token windows, {head} opening tokens carried: "
+                  f"{hits(model, documents)}/{total} right clause first")
 
 
 if __name__ == "__main__":

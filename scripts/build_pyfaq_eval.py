@@ -19,53 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 import blingfire
 
+from contextembed.training.sources import rest_blocks as blocks
+
 OUT = Path(__file__).resolve().parents[1] / "contextembed" / "evaluation" / "data" / "pyfaq"
 PAGES = ["general", "programming", "design", "library", "extending", "windows", "gui", "installed"]
 MAX_EVIDENCE_GROUPS = 3
-
-
-def clean(text: str) -> str:
-    """reST inline markup to plain text."""
-    text = re.sub(r":[\w:-]+:`([^`<]*?)\s*<[^`>]*>`", r"\1", text)  # :ref:`text <target>`
-    text = re.sub(r":[\w:-]+:`~?([^`]*)`", r"\1", text)  # :func:`name`
-    text = re.sub(r"`([^`<]*?)\s*<[^`>]*>`__?", r"\1", text)  # `text <url>`_
-    text = re.sub(r"``([^`]*)``", r"\1", text)
-    text = re.sub(r"`([^`]*)`_?_?", r"\1", text)
-    text = re.sub(r"\*\*([^*]+)\*\*|\*([^*]+)\*", lambda m: m.group(1) or m.group(2), text)
-    return " ".join(text.replace("::", ":").split())
-
-
-def blocks(lines: list[str]):
-    """(kind, text) for headings and prose paragraphs, in order; code and directives skipped."""
-    i, n = 0, len(lines)
-    while i < n:
-        line = lines[i]
-        underline = lines[i + 1] if i + 1 < n else ""
-        if line.strip() and re.fullmatch(r"([=\-~^])\1{2,}", underline.strip()) and len(underline.strip()) >= len(
-                line.strip()) - 1:
-            kind = "question" if underline.strip()[0] == "-" else "heading"
-            yield kind, clean(line)
-            i += 2
-            continue
-        if not line.strip() or re.fullmatch(r"([=\-~^])\1{2,}", line.strip()):
-            i += 1
-            continue
-        if line.startswith((" ", "\t", ".. ")) or line.startswith(":"):
-            i += 1  # code blocks, directive bodies, directives and field lists
-            continue
-        paragraph = []
-        while i < n and lines[i].strip() and not lines[i].startswith((" ", "\t", ".. ")):
-            if i + 1 < n and re.fullmatch(r"([=\-~^])\1{2,}", lines[i + 1].strip()):
-                break
-            paragraph.append(lines[i])
-            i += 1
-        if paragraph:
-            yield "paragraph", clean(" ".join(paragraph))
 
 
 def build(faq_dir: Path) -> tuple[list[dict], list[dict]]:

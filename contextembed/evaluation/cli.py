@@ -9,11 +9,15 @@ from pathlib import Path
 FORMATS = ("context-bench", "conteb", "beir")
 
 
-SHIPPED = ("recipes", "pyfaq")
+# The sets that ship with the package (see each SOURCE.md), in the format each is in: three contextual sets and a
+# plain-retrieval guard.
+SHIPPED_FORMATS = {"recipes": "context-bench", "pyfaq": "context-bench", "wikipacks": "context-bench",
+                   "wikiguard": "beir"}
+SHIPPED = tuple(SHIPPED_FORMATS)
 
 
 def shipped_dataset(name: str = "recipes") -> Path:
-    """A contextual evaluation set that ships with the package (see its SOURCE.md): `recipes` or `pyfaq`."""
+    """An evaluation set that ships with the package (see its SOURCE.md): one of `SHIPPED`."""
     if name not in SHIPPED:
         raise ValueError(f"shipped sets are {SHIPPED}, got {name!r}")
     return Path(str(files("contextembed").joinpath("evaluation", "data", name)))
@@ -22,9 +26,10 @@ def shipped_dataset(name: str = "recipes") -> Path:
 def add_evaluate_command(commands) -> None:
     evaluate = commands.add_parser(
         "evaluate", help="score a model on a context-bench, ConTEB or BEIR/Q2D-style dataset",
-        description="Embeds, searches exhaustively and scores. Without DATA, runs the shipped contextual "
-                    "evaluation sets (context-bench style: recipes, then the Python FAQ): late chunking vs each "
-                    "sentence alone vs one vector per document.")
+        description="Embeds, searches exhaustively and scores. Without DATA, runs the shipped sets: three "
+                    "contextual ones in the context-bench layout (recipes, the Python FAQ, Wikipedia packs; late "
+                    "chunking vs each sentence alone vs one vector per document) and a plain-retrieval guard "
+                    "(Wikipedia descriptions -> summaries, BEIR layout, one vector per document).")
     evaluate.add_argument("data", nargs="?", help="dataset folder (default: the shipped sets)")
     evaluate.add_argument("--format", choices=FORMATS, default="context-bench", help="dataset layout")
     evaluate.add_argument("--model", help="checkpoint folder or Hub id (default: the default model)")
@@ -33,6 +38,8 @@ def add_evaluate_command(commands) -> None:
     evaluate.add_argument("--k", type=int, nargs="+", default=[1, 10], help="K values (context-bench)")
     evaluate.add_argument("--max-tokens", type=int, default=512, help="truncation for --format beir (Q2D rule)")
     evaluate.add_argument("--chunker", help="for --format beir: split documents into chunks (e.g. sentences)")
+    evaluate.add_argument("--precision", choices=["float32", "int8"], default="float32",
+                          help="score float vectors or the checkpoint's int8 codes (context-bench layout)")
     evaluate.add_argument("--out", default="evaluation-results", help="folder for results.json and results.md")
     evaluate.add_argument("--no-progress", action="store_true", help="hide progress bars")
     evaluate.set_defaults(func=evaluate_command)
@@ -51,18 +58,22 @@ def evaluate_command(args) -> int:
         raise ValueError("the shipped sets are in the context-bench layout: pass DATA for other formats")
     encoder = contextembed.load(args.model, device=args.device)
     options = {"batch_size": args.batch_size, "show_progress_bar": False if args.no_progress else None}
-    datasets = {Path(args.data).name: Path(args.data)} if args.data else {n: shipped_dataset(n) for n in SHIPPED}
+    if args.data:
+        datasets = {Path(args.data).name: (Path(args.data), args.format)}
+    else:
+        datasets = {n: (shipped_dataset(n), f) for n, f in SHIPPED_FORMATS.items()}
     results, tables = {}, []
-    for name, data in datasets.items():
-        if args.format == "context-bench":
+    for name, (data, data_format) in datasets.items():
+        if data_format == "context-bench":
             documents, queries = loaders.load_context_bench(data)
             ks = sorted(set(args.k))
-            results[name] = run_context_bench(encoder, documents, queries, ks=ks, **options)
+            results[name] = run_context_bench(encoder, documents, queries, ks=ks, precision=args.precision,
+                                              **options)
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
             table = report.context_bench_table(results[name], columns)
             if any("by_capability" in r for r in results[name].values()):
                 table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks])
-        elif args.format == "conteb":
+        elif data_format == "conteb":
             folders = [data] if any(data.glob("documents.*")) else sorted(p for p in data.iterdir() if p.is_dir())
             results[name] = protocols.run_conteb(encoder, [loaders.load_conteb_task(f) for f in folders], **options)
             table = report.conteb_table(results[name])
@@ -73,13 +84,16 @@ def evaluate_command(args) -> int:
         tables.append(f"#### {name}\n\n{table}")
     table = "\n\n".join(tables)
     data = ", ".join(datasets)
+    precision = "" if args.precision == "float32" else f"; {args.precision} codes"
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"datasets": {n: str(p) for n, p in datasets.items()}, "format": args.format,
+    payload = {"datasets": {n: str(p) for n, (p, _) in datasets.items()},
+               "formats": {n: f for n, (_, f) in datasets.items()}, "precision": args.precision,
                "model": args.model or "default", "results": results}
     (out / "results.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    header = f"Model: {args.model or 'default (all-MiniLM-L6-v2, late chunking)'}; data: {data}; metrics in %.\n\n"
+    header = (f"Model: {args.model or 'default (all-MiniLM-L6-v2 fine-tuned for late chunking)'}; data: {data}"
+              f"{precision}; metrics in %.\n\n")
     (out / "results.md").write_text(header + table + "\n", encoding="utf-8")
     print(header + table)
     print(f"\nwrote {out / 'results.json'} and {out / 'results.md'}")

@@ -115,6 +115,7 @@ def per_query_metrics(
     ks: Sequence[int],
     sentence_level: bool = True,
     block_size: int | None = None,
+    precision: str = "float32",
 ) -> list[dict[str, float]]:
     """context-bench metrics of every query of one embedding run.
 
@@ -127,12 +128,13 @@ def per_query_metrics(
         queries: the annotated queries, in the order of `query_vectors`.
         ks: the K values to report.
         sentence_level: False for one vector per document (only Document@K is defined).
+        precision: `float32`, or `int8` when both are int8 codes (scored exactly in integers).
 
     Returns:
         One dict per query; evidence metrics only for queries with evidence groups.
     """
     result = exact_search(query_vectors, vectors, row_doc, top_k_documents=len(doc_names),
-                          top_k_chunks=max(ks), block_size=block_size, best_chunks=False)
+                          top_k_chunks=max(ks), block_size=block_size, best_chunks=False, precision=precision)
     starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
     name_to_index = {name: i for i, name in enumerate(doc_names)}
     records = []
@@ -183,8 +185,9 @@ def run_context_bench(
     modes: Sequence[str] = MODES,
     batch_size: int = 32,
     show_progress_bar: bool | None = None,
+    precision: str = "float32",
 ) -> dict[str, dict[str, float]]:
-    """Embed the corpus three ways and score the queries.
+    """Embed the corpus three ways and score the queries (in `precision`: `float32` or the checkpoint's `int8`).
 
     - `contextual`: each document's sentences embedded with late chunking (one pass per document);
     - `independent`: each sentence embedded alone (the answer/evidence baseline);
@@ -198,7 +201,9 @@ def run_context_bench(
     doc_names = [d.id for d in documents]
     row_doc = np.repeat(np.arange(len(documents)), [len(d.sentences) for d in documents])
     row_ids = [sentence_id(d.id, i) for d in documents for i in range(len(d.sentences))]
-    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    if precision not in ("float32", "int8"):
+        raise ValueError(f"precision must be 'float32' or 'int8', got {precision!r}")
+    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar, "precision": precision}
     query_vectors = encoder.encode_queries([q.query for q in queries], **options)
 
     results: dict[str, dict[str, float]] = {}
@@ -214,7 +219,7 @@ def run_context_bench(
         sentence_level = mode != "whole-document"
         rows = row_doc if sentence_level else np.arange(len(documents))
         records = per_query_metrics(query_vectors, vectors, rows, row_ids, doc_names, queries, ks,
-                                    sentence_level=sentence_level)
+                                    sentence_level=sentence_level, precision=precision)
         results[mode] = aggregate(records)
         capabilities = sorted({q.capability for q in queries if q.capability})
         if capabilities:

@@ -1,0 +1,136 @@
+"""Training examples: documents with character spans for sentences and paragraphs, and queries whose answer and
+evidence are character spans (gold token labels, valid under any chunking), plus the chunking drawn per batch.
+
+A training file is JSON lines, one document per line:
+
+    {"id": "recipes/0042", "source": "recipes", "family": "recipes", "text": "...",
+     "sentences": [[start, end], ...], "paragraphs": [[start, end], ...],
+     "queries": [{"text": "...", "answer": [[start, end], ...], "evidence": [[start, end], ...]}]}
+
+Batches are drawn from one family at a time (the other documents of a batch are hard negatives).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from contextembed.chunking import Chunk, TokenWindows
+
+Span = tuple[int, int]
+CHUNKINGS = ("sentences", "paragraphs", "tokens")
+TOKEN_WINDOW_SIZES = (64, 128, 256, 512)
+
+
+@dataclass
+class TrainingQuery:
+    text: str
+    answer: list[Span]
+    evidence: list[Span] = field(default_factory=list)
+
+
+@dataclass
+class TrainingDocument:
+    id: str
+    source: str
+    family: str
+    text: str
+    sentences: list[Span]
+    paragraphs: list[Span]
+    queries: list[TrainingQuery]
+
+    @classmethod
+    def from_dict(cls, record: dict) -> TrainingDocument:
+        spans = lambda values: [tuple(v) for v in values]  # noqa: E731
+        queries = [TrainingQuery(q["text"], spans(q["answer"]), spans(q.get("evidence", []))) for q in record["queries"]]
+        return cls(record["id"], record["source"], record["family"], record["text"], spans(record["sentences"]),
+                   spans(record["paragraphs"]), queries)
+
+
+def write_documents(path: str | Path, documents: list[TrainingDocument]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for document in documents:
+            f.write(json.dumps(asdict(document), ensure_ascii=False) + "\n")
+
+
+def read_documents(path: str | Path) -> list[TrainingDocument]:
+    """Read a training file; each record is checked (spans inside the text, at least one query)."""
+    from contextembed.jsonl import read_records
+
+    documents = []
+    for line, record in read_records(Path(path)):
+        where = f"{path}:{line}"
+        try:
+            document = TrainingDocument.from_dict(record)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{where}: not a training document ({error!r})") from error
+        spans = [*document.sentences, *document.paragraphs]
+        spans += [s for q in document.queries for s in (*q.answer, *q.evidence)]
+        if not document.queries or not document.sentences:
+            raise ValueError(f"{where}: a training document needs sentences and at least one query")
+        if any(not 0 <= s < e <= len(document.text) for s, e in spans):
+            raise ValueError(f"{where}: a span lies outside the text of {len(document.text)} characters")
+        documents.append(document)
+    if not documents:
+        raise ValueError(f"{path} holds no training documents")
+    return documents
+
+
+def chunk_document(document: TrainingDocument, chunking: str, tokenizer=None, window: int = 128) -> list[Chunk]:
+    """The document's chunks under one chunking strategy, as `Chunk`s with character offsets."""
+    if chunking == "sentences":
+        spans = document.sentences
+    elif chunking == "paragraphs":
+        spans = document.paragraphs or document.sentences
+    elif chunking == "tokens":
+        return TokenWindows(window)(document.text, tokenizer)
+    else:
+        raise ValueError(f"chunking must be one of {CHUNKINGS}, got {chunking!r}")
+    return [Chunk(document.text[s:e], s, e) for s, e in spans]
+
+
+def word_labels(text: str, query: TrainingQuery, evidence_weight: float = 0.5) -> list[tuple[int, int, float]]:
+    """Gold scores of the document's words: 1 inside an answer span, `evidence_weight` inside evidence, else 0.
+
+    Words stand in for tokens: the teacher's chunk relevance only needs a score per small unit.
+
+    >>> word_labels("Rent is due. It is late.", TrainingQuery("q", answer=[(13, 24)], evidence=[(0, 12)]))
+    [(0, 4, 0.5), (5, 7, 0.5), (8, 12, 0.5), (13, 15, 1.0), (16, 18, 1.0), (19, 24, 1.0)]
+    """
+    labels = []
+    for match in re.finditer(r"\S+", text):
+        s, e = match.span()
+        score = 0.0
+        if any(s < ae and as_ < e for as_, ae in query.answer):
+            score = 1.0
+        elif any(s < ee and es < e for es, ee in query.evidence):
+            score = evidence_weight
+        labels.append((s, e, score))
+    return labels
+
+
+def family_batches(documents: list[TrainingDocument], batch_size: int, seed: int) -> list[list[int]]:
+    """Document indices in batches of one family each (at most `batch_size`, sizes spread evenly), shuffled;
+    a family of one document forms no batch.
+
+    >>> docs = [TrainingDocument(str(i), "s", "a" if i < 5 else "b", "x", [(0, 1)], [], []) for i in range(8)]
+    >>> sorted(len(b) for b in family_batches(docs, 4, seed=0))
+    [2, 3, 3]
+    """
+    rng = random.Random(seed)
+    by_family: dict[str, list[int]] = {}
+    for i, document in enumerate(documents):
+        by_family.setdefault(document.family, []).append(i)
+    batches = []
+    for members in by_family.values():
+        rng.shuffle(members)
+        count = -(-len(members) // batch_size)
+        for k in range(count):
+            batch = members[k::count]
+            if len(batch) >= 2:
+                batches.append(batch)
+    rng.shuffle(batches)
+    return batches

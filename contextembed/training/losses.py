@@ -1,0 +1,115 @@
+"""The training objective of SPEC §2, as pure functions on score tensors.
+
+- L_doc: InfoNCE over documents, a document scored by its best chunk, s(q, d) = max_c q·c, the other
+  documents of the batch as negatives.
+- L_dist: forward KL from a teacher's chunk distribution to the student's. The teacher's chunk relevance
+  r_j is the mean of the top-n token scores inside chunk j; p_T = softmax(r / τ_T) over the positive
+  document's chunks (zero elsewhere); p_S = softmax(q·c / τ) over every chunk of every document in the batch.
+- int8 quantisation-aware training: the deterministic int8 scheme of the checkpoint, with a straight-through
+  gradient.
+
+Shapes: Q queries, B documents, C chunks per document (padded), D dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def chunk_scores(queries: torch.Tensor, chunks: torch.Tensor, chunk_mask: torch.Tensor) -> torch.Tensor:
+    """q·c for every query and every chunk of every document, -inf on padding chunks: (Q, B, C).
+
+    >>> q = torch.tensor([[1.0, 0.0]])
+    >>> c = torch.tensor([[[0.5, 0.5], [1.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]]])
+    >>> chunk_scores(q, c, torch.tensor([[1, 1], [1, 0]])).tolist()
+    [[[0.5, 1.0], [0.0, -inf]]]
+    """
+    scores = torch.einsum("qd,bcd->qbc", queries, chunks)
+    return scores.masked_fill(chunk_mask[None] == 0, float("-inf"))
+
+
+def document_loss(scores: torch.Tensor, positives: torch.Tensor, temperature: torch.Tensor | float) -> torch.Tensor:
+    """L_doc: cross-entropy of each query's positive document among the batch, documents scored by MaxSim.
+
+    Args:
+        scores: (Q, B, C) from `chunk_scores`.
+        positives: (Q,) index of each query's document.
+        temperature: τ (a float, or a learnable scalar tensor).
+
+    >>> s = torch.tensor([[[0.9, 0.1], [0.2, float("-inf")]]])     # one query, two documents
+    >>> round(document_loss(s, torch.tensor([0]), 1.0).item(), 4)    # -log(e^0.9 / (e^0.9 + e^0.2))
+    0.4032
+    """
+    document_scores = scores.max(dim=-1).values  # (Q, B)
+    return nn.functional.cross_entropy(document_scores / temperature, positives)
+
+
+def chunk_relevance(token_scores: torch.Tensor, token_chunks: torch.Tensor, num_chunks: int, top_n: int = 8
+                    ) -> torch.Tensor:
+    """Teacher chunk relevance: the mean of the top-n token scores inside each chunk: (T,) -> (C,).
+
+    A chunk with fewer than `top_n` tokens averages all of them; a chunk with no token gets -inf (never a
+    target). Tokens with chunk -1 belong to no chunk.
+
+    >>> scores = torch.tensor([1.0, 0.0, 0.5, 0.5, 0.0, 0.0])
+    >>> chunk_relevance(scores, torch.tensor([0, 0, 1, 1, 1, -1]), num_chunks=3, top_n=2).tolist()
+    [0.5, 0.5, -inf]
+    """
+    relevance = torch.full((num_chunks,), float("-inf"))
+    for chunk in range(num_chunks):
+        inside = token_scores[token_chunks == chunk]
+        if len(inside):
+            relevance[chunk] = inside.topk(min(top_n, len(inside))).values.mean()
+    return relevance
+
+
+def distillation_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: torch.Tensor,
+                      temperature: torch.Tensor | float, teacher_temperature: float) -> torch.Tensor:
+    """L_dist = KL(p_T ‖ p_S), averaged over queries.
+
+    Args:
+        scores: (Q, B, C) from `chunk_scores`.
+        positives: (Q,) index of each query's document.
+        relevance: (Q, C) teacher relevance of the positive document's chunks (-inf for padding / empty).
+        temperature: τ of the student distribution, over all B·C chunks of the batch.
+        teacher_temperature: τ_T of the teacher distribution, over the positive document's chunks.
+
+    >>> s = torch.tensor([[[2.0, 0.0], [1.0, float("-inf")]]])
+    >>> r = torch.tensor([[2.0, 0.0]])
+    >>> p_s = torch.softmax(torch.tensor([2.0, 0.0, 1.0]), 0)          # the student over all three chunks
+    >>> p_t = torch.softmax(torch.tensor([2.0, 0.0]), 0)               # the teacher over the positive's two
+    >>> expected = (p_t * (p_t.log() - p_s[:2].log())).sum()
+    >>> bool(torch.isclose(distillation_loss(s, torch.tensor([0]), r, 1.0, 1.0), expected))
+    True
+    """
+    n_queries, n_docs, n_chunks = scores.shape
+    student = torch.log_softmax((scores / temperature).reshape(n_queries, -1), dim=-1)  # (Q, B*C)
+    positive_student = student.reshape(n_queries, n_docs, n_chunks)[torch.arange(n_queries), positives]  # (Q, C)
+    teacher = torch.softmax(relevance / teacher_temperature, dim=-1)  # (Q, C); exactly 0 where relevance is -inf
+    terms = teacher * (torch.log(teacher.clamp(min=1e-12)) - positive_student)
+    return terms.where(teacher > 0, torch.zeros_like(terms)).sum(-1).mean()
+
+
+def fake_quantize_int8(vectors: torch.Tensor, clip_sigmas: float) -> torch.Tensor:
+    """The checkpoint's int8 scheme applied in float, with a straight-through gradient (identity backward).
+
+    >>> x = torch.tensor([[0.5, -0.5, 0.5, -0.5]], requires_grad=True)
+    >>> y = fake_quantize_int8(x, clip_sigmas=2.0)
+    >>> [round(v, 4) for v in y[0].tolist()], bool(torch.equal(torch.autograd.grad(y.sum(), x)[0], torch.ones(1, 4)))
+    ([0.5039, -0.5039, 0.5039, -0.5039], True)
+    """
+    scale = 127.0 * math.sqrt(vectors.shape[-1]) / clip_sigmas
+    quantized = torch.clamp(torch.round(vectors * scale), -127, 127) / scale
+    return vectors + (quantized - vectors).detach()
+
+
+def cut_and_normalize(vectors: torch.Tensor, dim: int) -> torch.Tensor:
+    """Matryoshka: the first `dim` coordinates, re-normalised (zero rows stay zero).
+
+    >>> cut_and_normalize(torch.tensor([[3.0, 4.0, 12.0]]), 2).tolist()
+    [[0.6000000238418579, 0.800000011920929]]
+    """
+    return nn.functional.normalize(vectors[..., :dim], p=2, dim=-1)

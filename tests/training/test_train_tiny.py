@@ -1,0 +1,126 @@
+"""A seconds-long training run on a tiny random backbone: the loss falls and a contextual task goes from chance
+to solved; the delta rebuilds the trained model from the starting one."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import contextembed
+from contextembed.delta import apply_delta
+from contextembed.modeling import ContextEmbedModel
+from contextembed.training import TrainConfig, train
+from contextembed.training.data import TrainingDocument, TrainingQuery, write_documents
+
+ENTITIES = ["one", "two", "three", "street", "company", "table", "apartment", "landlord"]
+BODY = ["a date and a year", "the rent is monthly", "she is the tenant"]
+
+
+def tiny_family() -> tuple[list[TrainingDocument], list[list[str]], list[str]]:
+    """Eight documents whose only difference is the entity in their first sentence; the question about the rent
+    names the entity, and the rent sentence is word for word the same in all of them."""
+    documents, chunk_lists, queries = [], [], []
+    for i, entity in enumerate(ENTITIES):
+        sentences = [f"the lease of the {entity}", *BODY]
+        text, spans = "", []
+        for sentence in sentences:
+            spans.append((len(text), len(text) + len(sentence)))
+            text += sentence + " "
+        query = f"rent of the {entity}"
+        documents.append(TrainingDocument(f"tiny/{i}", "tiny", "tiny", text.strip(), spans, [spans[0], (spans[1][0], spans[-1][1])],
+                                          [TrainingQuery(query, answer=[spans[2]], evidence=[spans[0]])]))
+        chunk_lists.append(sentences)
+        queries.append(query)
+    return documents, chunk_lists, queries
+
+
+def answer_at_1(encoder, chunk_lists, queries) -> float:
+    """The share of queries whose best chunk in the whole corpus is their own document's rent sentence."""
+    vectors = encoder.encode_documents(chunk_lists)
+    rows = [(d, c) for d, v in enumerate(vectors) for c in range(len(v))]
+    scores = encoder.encode_queries(queries) @ np.concatenate(vectors).T
+    return float(np.mean([rows[int(np.argmax(s))] == (i, 2) for i, s in enumerate(scores)]))
+
+
+@pytest.fixture(scope="module")
+def trained(built, tmp_path_factory):
+    out = tmp_path_factory.mktemp("train")
+    documents, chunk_lists, queries = tiny_family()
+    write_documents(out / "data.jsonl", documents)
+    config = TrainConfig(seed=0, max_steps=120, batch_size=8, learning_rate=2e-2, lora_rank=8, lora_alpha=8,
+                         save_steps=40, soup_size=2, logging_steps=10, bf16=False, qat_fraction=0.25,
+                         chunking_weights={"sentences": 1.0}, temperature=0.1, warmup_ratio=0.0)
+    checkpoint = train(built["bert"][0], out / "data.jsonl", out / "run", config)
+    return out, checkpoint, chunk_lists, queries
+
+
+def test_the_loss_falls_and_the_contextual_task_is_solved(built, trained):
+    out, checkpoint, chunk_lists, queries = trained
+    log = [json.loads(line) for line in (out / "run" / "train_log.jsonl").read_text().splitlines()]
+    losses = [entry["loss"] for entry in log if "loss" in entry]
+    assert losses[-1] < 0.5 * losses[0]
+    assert {"l_doc", "l_dist"} <= set(next(entry for entry in log if "loss" in entry))
+    before = answer_at_1(contextembed.load(str(built["bert"][0])), chunk_lists, queries)
+    after = answer_at_1(contextembed.load(str(checkpoint)), chunk_lists, queries)
+    assert before <= 0.25  # chance among eight identical sentences, give or take
+    assert after == 1.0
+
+
+def test_the_delta_rebuilds_the_trained_model(built, trained):
+    out, checkpoint, chunk_lists, _ = trained
+    rebuilt = ContextEmbedModel.from_pretrained(built["bert"][0])
+    apply_delta(rebuilt, out / "run" / "delta.safetensors")
+    trained_model = ContextEmbedModel.from_pretrained(checkpoint)
+    for (name, a), b in zip(rebuilt.state_dict().items(), trained_model.state_dict().values()):
+        assert (a - b).abs().max() <= 1e-5, name
+    assert (out / "run" / "delta.safetensors").stat().st_size < 0.5 * (checkpoint / "model.safetensors").stat().st_size
+
+
+def test_bad_configs_name_the_field(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"max_step": 3}))
+    with pytest.raises(ValueError, match=r"unknown training options .*\['max_step'\]"):
+        TrainConfig.from_file(tmp_path / "run.json")
+    with pytest.raises(ValueError, match="batch_size must be at least 2"):
+        TrainConfig.from_file(None, batch_size=1)
+    with pytest.raises(ValueError, match="chunking_weights must weigh some of"):
+        TrainConfig.from_file(None, chunking_weights={"words": 1.0})
+
+
+def test_documents_longer_than_the_window_train_through_the_windows(built):
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.trainer import BatchCollator, ContextTrainingModel
+
+    model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]),
+                                 TrainConfig(lora_rank=4, chunking_weights={"sentences": 1.0}))
+    documents, _, _ = tiny_family()
+    long = documents[0]
+    sentences = [long.text] * 12  # ~100 tokens: the tiny model's window is 64
+    text = " ".join(sentences)
+    spans = [(i * (len(long.text) + 1), i * (len(long.text) + 1) + len(long.text)) for i in range(12)]
+    documents[0] = TrainingDocument("long", "tiny", "tiny", text, spans, spans,
+                                    [TrainingQuery("rent", answer=[spans[5]], evidence=[spans[0]])])
+    collator = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), model.config)
+    batch = collator([{"documents": [0, 1, 2], "seed": 0}])
+    assert batch["documents"]["token_attention_mask"][0].sum() > 64  # this row runs in windows
+    out = model(**batch)
+    out["loss"].backward()
+    # LoRA's B factors start at zero, so the gradient reaches the B factors first (the pooler is never used).
+    grads = [p.grad for name, p in model.named_parameters() if "lora_B" in name and "pooler" not in name]
+    assert all(g is not None and torch.isfinite(g).all() and g.abs().sum() > 0 for g in grads)
+    assert model.separator.grad is not None and model.separator.grad.abs().sum() > 0
+
+
+def test_a_run_resumes_from_its_last_checkpoint(built, tmp_path):
+    documents, _, _ = tiny_family()
+    write_documents(tmp_path / "data.jsonl", documents)
+    options = dict(batch_size=8, learning_rate=1e-2, lora_rank=4, save_steps=10, soup_size=2, logging_steps=5,
+                   bf16=False, chunking_weights={"sentences": 1.0})
+    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", TrainConfig(max_steps=20, **options))
+    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", TrainConfig(max_steps=30, **options),
+          resume=True)
+    log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    steps = [entry["step"] for entry in log if "loss" in entry]
+    assert steps[0] == 5 and steps[-1] == 30  # the resumed run's state carries the first run's log
