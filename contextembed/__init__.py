@@ -37,10 +37,9 @@ def __getattr__(name: str):
 
 
 def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
-    """Load a checkpoint (local directory or Hub id); with no argument, the default (trained) model.
+    """Load a checkpoint (local directory or Hub id); with no argument, the default model.
 
-    `"contextembed-all-MiniLM-L6-v2-untrained"` names the untrained baseline (MiniLM wrapped for late chunking,
-    not fine-tuned). Keyword arguments go to `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`,
+    `"contextembed-all-MiniLM-L6-v2-contextual-preview"` names the fine-tuned preview (see its card). Keyword arguments go to `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`,
     `token`, `cache_dir`, `local_files_only`, `attn_implementation`).
     """
     from contextembed.default_model import DEFAULT_MODEL_NAME, named_model_path

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
@@ -55,11 +56,23 @@ def save_checkpoint(
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
+    # The backbone's config remembers the folder it was loaded from: a path on the build machine, not for the Hub.
+    model.config.text_config._name_or_path = ""
     model.save_pretrained(output_dir)
     processor.save_pretrained(output_dir)
     write_sentence_transformers_files(output_dir, model.config)
     (output_dir / "README.md").write_text(render_model_card(model.config, processor, **(card or {})), encoding="utf-8")
+    make_readable(output_dir)
     return output_dir
+
+
+def make_readable(folder: Path) -> None:
+    """Give a checkpoint folder the permissions of a normal folder under the umask (writers and temporary folders
+    leave some files 0600 and folders 0700, which a shared cache or an upload then cannot read)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def write_sentence_transformers_files(output_dir: Path, config) -> None:

@@ -37,7 +37,7 @@ SOURCE = """# {name}
 Built by `scripts/build_wiki_eval.py` from the English Wikipedia lead summaries that ship in the PyPI package
 `{package}` (file `{member}`). Text: Wikipedia contributors, **CC BY-SA 4.0**
 (https://creativecommons.org/licenses/by-sa/4.0/); these files are shared under the same licence, modified as
-described. The default model's training data contains no Wikipedia text. {what}
+described. The training data of the contextual preview contains no Wikipedia text. {what}
 """
 
 

@@ -34,6 +34,12 @@ class TestSavedFiles:
                 "2_Normalize"} <= names
         assert not list(checkpoint_dir.glob("*.bin")) and not list(checkpoint_dir.glob("*.py"))
 
+    def test_ready_for_the_hub_no_machine_path_and_readable_files(self, checkpoint_dir, backbone_dirs):
+        for file in checkpoint_dir.rglob("*.json"):
+            assert str(backbone_dirs["bert"].parent) not in file.read_text(), file
+        for path in [checkpoint_dir, *checkpoint_dir.rglob("*")]:
+            assert path.stat().st_mode & 0o044 == 0o044, path  # group and others can read
+
     def test_modules_are_builtin_sentence_transformers_classes(self, checkpoint_dir):
         modules = json.loads((checkpoint_dir / "modules.json").read_text())
         assert modules and all(m["type"].startswith("sentence_transformers.") for m in modules)

@@ -22,7 +22,7 @@ WITHOUT_DOCTESTS = {
     "contextembed.build", "contextembed.checkpoint", "contextembed.cli", "contextembed.corpus",
     "contextembed.default_model", "contextembed.evaluation.cli", "contextembed.evaluation.loaders",
     "contextembed.evaluation.protocols", "contextembed.hub", "contextembed.model_card",
-    "contextembed.modeling.configuration_contextembed",
+    "contextembed.modeling.configuration_contextembed", "contextembed.training.trainer",
 }
 
 

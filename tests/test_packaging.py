@@ -56,6 +56,9 @@ def test_wheel_install(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "contextembed/modeling/modeling_contextembed.py" in names
     assert "contextembed/model_card_template.md" in names
+    assert "contextembed/default_model_delta.safetensors" in names  # the trained default model ships as a delta
+    assert "contextembed/evaluation/data/wikiguard/qrels/test.tsv" in names
+    assert "contextembed/training/trainer.py" in names
     assert not any(name.startswith("modeling/") for name in names)
     python = _venv(tmp_path)
     _install(python, str(wheel))

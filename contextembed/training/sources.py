@@ -161,7 +161,11 @@ def _sections_document(doc_id, page_title, sections, blingfire) -> TrainingDocum
 
 
 def clean(text: str) -> str:
-    """reST inline markup to plain text."""
+    """reST inline markup to plain text.
+
+    >>> clean("Use :func:`json.load` or ``pickle`` (see `the docs <https://x>`_).")
+    'Use json.load or pickle (see the docs).'
+    """
     text = re.sub(r":[\w:-]+:`([^`<]*?)\s*<[^`>]*>`", r"\1", text)  # :ref:`text <target>`
     text = re.sub(r":[\w:-]+:`~?([^`]*)`", r"\1", text)  # :func:`name`
     text = re.sub(r"`([^`<]*?)\s*<[^`>]*>`__?", r"\1", text)  # `text <url>`_
