@@ -323,7 +323,7 @@ def _entity(kind: str, rng: random.Random) -> str:
         return f"{_name(rng).capitalize()} {_name(rng).capitalize()}"
     if kind in KIND_NOUNS:
         suffix = rng.choice(KIND_NOUNS[kind])
-        return f"{_name(rng).capitalize()} {suffix}" if kind != "manual" else f"{_name(rng).capitalize()} {suffix}"
+        return f"{_name(rng).capitalize()} {suffix}"
     return _name(rng).capitalize()
 
 

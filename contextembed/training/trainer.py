@@ -257,6 +257,7 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
     from contextembed.checkpoint import save_checkpoint
     from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
 
+    config.validate()
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "train_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
