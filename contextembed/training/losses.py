@@ -93,6 +93,24 @@ def distillation_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: 
     return terms.where(teacher > 0, torch.zeros_like(terms)).sum(-1).mean()
 
 
+def keep_loss(scores: torch.Tensor, base_scores: torch.Tensor, temperature: torch.Tensor | float) -> torch.Tensor:
+    """L_keep = KL(p_base ‖ p), averaged over queries: the untrained model's ranking of whole documents, kept.
+
+    Both score matrices are (Q, B): each query against every document of the batch encoded whole as one chunk
+    (plain retrieval, no context to learn), by the model in training and by the same model with its adapters
+    switched off. It holds ordinary retrieval where the contextual losses have nothing to say.
+
+    >>> base = torch.tensor([[0.9, 0.1], [0.2, 0.8]])
+    >>> abs(float(keep_loss(base, base, 0.05))) < 1e-9
+    True
+    >>> bool(keep_loss(base.flip(-1), base, 0.05) > 1.0)
+    True
+    """
+    target = torch.softmax(base_scores / temperature, dim=-1)
+    student = torch.log_softmax(scores / temperature, dim=-1)
+    return (target * (torch.log(target.clamp(min=1e-12)) - student)).sum(-1).mean()
+
+
 def fake_quantize_int8(vectors: torch.Tensor, clip_sigmas: float) -> torch.Tensor:
     """The checkpoint's int8 scheme applied in float, with a straight-through gradient (identity backward).
 

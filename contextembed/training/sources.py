@@ -273,6 +273,18 @@ TEMPLATES = {
          "What happens to members of the {e} who miss three meetings?", "Where are pets allowed at the {e}?",
          "When does the bar of the {e} close on weekdays?", "How long can equipment be borrowed from the {e}?"]),
 }
+# Shared text between the opening and the clauses (the same in every document of a family, 0-10 sentences drawn per
+# family), so the entity is often far from the clause the question is about, as in real contracts and manuals.
+FILLER = [
+    "This document is kept on file and replaces every earlier version.", "Copies are available on request.",
+    "Questions about this document can be sent in writing at any time.", "Headings are for convenience only.",
+    "Where a rule below conflicts with the law, the law applies.", "Nothing in this document creates a partnership.",
+    "Any notice must be given in writing and signed.", "Dates are given in the local calendar.",
+    "Amounts are stated before any tax that applies.", "Changes take effect thirty days after they are published.",
+    "If one part is found invalid, the rest remains in force.", "All parties received a copy of this document.",
+    "The terms below were agreed after a review of the previous year.", "Words in the singular include the plural.",
+    "A failure to enforce a rule does not waive it.", "The original copy is signed on the last page.",
+]
 SYLLABLES = ("ka", "lo", "mer", "vin", "dra", "sel", "tor", "bri", "nam", "qua", "rex", "fol", "gan", "pir", "zu",
              "hal", "ost", "len", "cor", "tia")
 KIND_NOUNS = {"policy": ("Ltd", "Group", "Partners", "Works"), "manual": ("blender", "kettle", "heater", "fan"),
@@ -284,13 +296,15 @@ def template_documents(families_per_kind: int = 60, documents_per_family: int = 
     """Families of near-identical documents: the same clauses word for word, a different entity in the opening.
 
     Clause order and filler vary between families, never within one, so only the opening tells two documents of
-    a family apart; the queries (one per clause) name the entity, an alias of it, or its version.
+    a family apart; the queries (one per clause) name the entity, an alias of it, or its version. Up to ten
+    shared filler sentences after the opening put the entity far from most clauses.
     """
     rng = random.Random(seed)
     documents = []
     for kind, (opening, clauses, questions) in TEMPLATES.items():
         for family in range(families_per_kind):
             order = rng.sample(range(len(clauses)), len(clauses))
+            filler = rng.sample(FILLER, rng.randint(0, 10))
             details = {"product": _name(rng).capitalize(), "region": rng.choice(["north", "south", "east", "west"]),
                        "month": rng.choice(["March", "June", "October"]), "job": rng.choice(["nurse", "teacher",
                                                                                             "pilot", "chemist"])}
@@ -301,14 +315,16 @@ def template_documents(families_per_kind: int = 60, documents_per_family: int = 
                 values = {**details, "e": entity, "alias": _name(rng).capitalize(), "maker": _name(rng).capitalize(),
                           "year": str(rng.randint(1950, 2020)), "people": f"{rng.randint(2, 90)},000",
                           "city": _name(rng).capitalize(), "city2": _name(rng).capitalize()}
-                lines = [line.format(**values) for line in opening] + [clauses[i] for i in order]
-                body = list(range(len(opening), len(lines)))
-                queries = [(questions[i].format(**values), [len(opening) + position], [0])
+                lines = [line.format(**values) for line in opening] + filler + [clauses[i] for i in order]
+                first = len(opening) + len(filler)
+                body = list(range(first, len(lines)))
+                queries = [(questions[i].format(**values), [first + position], [0])
                            for position, i in enumerate(order)]
+                paragraphs = [list(range(len(opening))), list(range(len(opening), first)), body[: len(body) // 2],
+                              body[len(body) // 2 :]]
                 documents.append(lines_document(f"templates/{kind}/{family}/{number}", "templates",
-                                                f"templates/{kind}/{family}", lines,
-                                                [list(range(len(opening))), body[: len(body) // 2],
-                                                 body[len(body) // 2 :]], queries))
+                                                f"templates/{kind}/{family}", lines, [p for p in paragraphs if p],
+                                                queries))
     return documents
 
 

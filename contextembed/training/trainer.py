@@ -4,7 +4,8 @@ What is trained: LoRA adapters on the backbone's linear layers (peft), the separ
 vector; the rest of the embedding matrix stays frozen), a projection if the checkpoint has one, and optionally
 the temperature. Each step is one batch of documents from one family, chunked by a strategy drawn for that
 batch; documents longer than the window train through the same windows (and head carry) as inference.
-The loss is `doc_weight · L_doc + dist_weight · L_dist`, averaged over the Matryoshka dims; in the last
+The loss is `doc_weight · L_doc + dist_weight · L_dist`, averaged over the Matryoshka dims, plus
+`keep_weight · L_keep` when on (the starting model's plain whole-document ranking of the batch, kept); in the last
 `qat_fraction` of the steps both queries and chunks pass through the int8 scheme with a straight-through
 gradient. The result is a soup (the average of the last checkpoints' trained weights), saved both as a full
 checkpoint and as a small delta (LoRA factors + separator row) over the starting weights.
@@ -12,6 +13,7 @@ checkpoint and as a small delta (LoRA factors + separator row) over the starting
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -48,6 +50,7 @@ from contextembed.training.losses import (
     distillation_loss,
     document_loss,
     fake_quantize_int8,
+    keep_loss,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,6 +77,8 @@ class TrainConfig:
     teacher_temperature: float = 0.1
     top_n: int = 8
     evidence_weight: float = 0.5
+    keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
+    keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
     matryoshka_dims: list[int] | None = None  # None: the checkpoint's dims
     qat_fraction: float = 0.3
     chunking_weights: dict[str, float] = field(
@@ -101,6 +106,8 @@ class TrainConfig:
         for name in ("max_steps", "batch_size", "lora_rank", "save_steps", "soup_size", "top_n"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if not isinstance(self.keep_weight, (int, float)) or self.keep_weight < 0:
+            raise ValueError(f"keep_weight must be a number >= 0, got {self.keep_weight!r}")
         if not 0 <= self.qat_fraction <= 1:
             raise ValueError(f"qat_fraction must be in [0, 1], got {self.qat_fraction!r}")
         if self.batch_size < 2:
@@ -134,8 +141,12 @@ class ContextTrainingModel(nn.Module):
         self.log_inverse_temperature = nn.Parameter(torch.tensor(-math.log(config.temperature)),
                                                     requires_grad=config.learn_temperature)
         self.quantize = False  # switched on for the last qat_fraction of the steps
+        self._base_pass = False  # True while the untrained model (adapters off, separator row as built) runs
+        self.base_projection = copy.deepcopy(model.projection).requires_grad_(False)
 
     def _use_trained_separator(self, module, args, output):
+        if self._base_pass:
+            return output
         is_separator = (args[0] == self.separator_id).unsqueeze(-1)
         return torch.where(is_separator, self.separator.to(output.dtype), output)
 
@@ -143,7 +154,8 @@ class ContextTrainingModel(nn.Module):
     def temperature(self) -> torch.Tensor:
         return torch.exp(-self.log_inverse_temperature)
 
-    def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor) -> dict:
+    def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor,
+                plain: dict | None = None) -> dict:
         chunks = self.model(**documents, normalize=False).chunk_embeddings  # (B, C, D), raw
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
@@ -159,7 +171,31 @@ class ContextTrainingModel(nn.Module):
                                                  self.config.teacher_temperature))
         l_doc, l_dist = torch.stack(doc_losses).mean(), torch.stack(dist_losses).mean()
         loss = self.config.doc_weight * l_doc + self.config.dist_weight * l_dist
-        return {"loss": loss, "l_doc": l_doc.detach(), "l_dist": l_dist.detach()}
+        parts = {"l_doc": l_doc.detach(), "l_dist": l_dist.detach()}
+        if plain is not None:
+            l_keep = self._keep(plain, query_vectors, queries)
+            loss = loss + self.config.keep_weight * l_keep
+            parts["l_keep"] = l_keep.detach()
+        return {"loss": loss, **parts}
+
+    def _keep(self, plain: dict, query_vectors: torch.Tensor, queries: dict) -> torch.Tensor:
+        full = self.model.config.full_dim
+        whole = self.model(**plain, normalize=False).chunk_embeddings[:, 0]  # (B, D): one chunk per document
+        scores = cut_and_normalize(query_vectors, full) @ cut_and_normalize(whole, full).T
+        base_whole, base_queries = self.base_chunks(plain)[:, 0], self.base_chunks(queries)[:, 0]
+        base_scores = cut_and_normalize(base_queries, full) @ cut_and_normalize(base_whole, full).T
+        return keep_loss(scores, base_scores, self.config.teacher_temperature)
+
+    @torch.no_grad()
+    def base_chunks(self, inputs: dict) -> torch.Tensor:
+        """Raw chunk vectors of the starting checkpoint: adapters off, separator row and projection as built."""
+        trained_projection, self.model.projection = self.model.projection, self.base_projection
+        self._base_pass = True
+        try:
+            with self.model.backbone.disable_adapter():
+                return self.model(**inputs, normalize=False).chunk_embeddings
+        finally:
+            self.model.projection, self._base_pass = trained_projection, False
 
     def trained_state(self) -> dict[str, torch.Tensor]:
         """The weights this run changes (LoRA factors, separator, projection, temperature)."""
@@ -218,8 +254,12 @@ class BatchCollator:
         num_chunks = documents["attention_mask"].shape[1]
         relevance = torch.stack([
             self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)])
-        return {"documents": dict(documents), "queries": dict(query_inputs),
-                "positives": torch.arange(len(docs)), "relevance": relevance}
+        batch = {"documents": dict(documents), "queries": dict(query_inputs),
+                 "positives": torch.arange(len(docs)), "relevance": relevance}
+        if self.config.keep_weight > 0:
+            batch["plain"] = dict(self.processor([[_opening(d, self.config.keep_chars)] for d in docs],
+                                                 task="document"))
+        return batch
 
     def _relevance(self, document, query, chunks, num_chunks) -> torch.Tensor:
         labels = np.array(word_labels(document.text, query, self.config.evidence_weight)).reshape(-1, 3)
@@ -310,23 +350,34 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
 
 
 class LossPartsTrainer(Trainer):
-    """`Trainer` that logs L_doc and L_dist beside the total loss."""
+    """`Trainer` that logs the loss parts (L_doc, L_dist, L_keep when on) beside the total loss."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         outputs = model(**inputs)
-        parts = getattr(self, "_parts", {"l_doc": [], "l_dist": []})
-        for name in parts:
-            parts[name].append(float(outputs[name]))
+        parts = getattr(self, "_parts", {})
+        for name in ("l_doc", "l_dist", "l_keep"):
+            if name in outputs:
+                parts.setdefault(name, []).append(float(outputs[name]))
         self._parts = parts
         return (outputs["loss"], outputs) if return_outputs else outputs["loss"]
 
     def log(self, logs, *args, **kwargs):
         parts = getattr(self, "_parts", None)
-        if parts and parts["l_doc"] and "loss" in logs:
+        if parts and "loss" in logs:
             logs.update({name: round(sum(v) / len(v), 4) for name, v in parts.items()})
             logs["temperature"] = round(float(self.model.temperature), 4)
-            self._parts = {"l_doc": [], "l_dist": []}
+            self._parts = {}
         super().log(logs, *args, **kwargs)
+
+
+def _opening(document: TrainingDocument, max_chars: int) -> str:
+    """The document's first sentences, up to `max_chars` characters (at least its first sentence)."""
+    end = document.sentences[0][1]
+    for _, sentence_end in document.sentences[1:]:
+        if sentence_end > max_chars:
+            break
+        end = sentence_end
+    return document.text[:end]
 
 
 def _fit_length(documents, processor, max_tokens: int) -> list[TrainingDocument]:

@@ -124,3 +124,32 @@ def test_a_run_resumes_from_its_last_checkpoint(built, tmp_path):
     log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     steps = [entry["step"] for entry in log if "loss" in entry]
     assert steps[0] == 5 and steps[-1] == 30  # the resumed run's state carries the first run's log
+
+
+def test_the_keep_loss_compares_with_the_starting_model(built):
+    """L_keep's reference is the checkpoint as built, however far training has moved the adapters and the
+    separator row; with L_keep on, the batch carries whole-document inputs and the loss part is reported."""
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.trainer import BatchCollator, ContextTrainingModel
+
+    start = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
+    config = TrainConfig(lora_rank=4, keep_weight=0.5, chunking_weights={"sentences": 1.0})
+    model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
+    with torch.no_grad():  # training has happened: adapters and separator row far from where they started
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name or name == "separator":
+                parameter.normal_()
+    documents, _, _ = tiny_family()
+    batch = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)(
+        [{"documents": [0, 1, 2], "seed": 0}])
+    assert batch["plain"]["attention_mask"].shape[1] == 1  # each document whole, as one chunk
+    for inputs in (batch["documents"], batch["plain"]):
+        with torch.no_grad():
+            expected = start(**inputs, normalize=False).chunk_embeddings
+            trained = model.model(**inputs, normalize=False).chunk_embeddings
+        assert torch.allclose(model.base_chunks(inputs), expected, atol=1e-5)
+        assert not torch.allclose(trained, expected, atol=1e-2)
+    out = model(**batch)
+    assert out["l_keep"] > 0
+    out["loss"].backward()
+    assert model.separator.grad is not None
