@@ -77,13 +77,22 @@ def training_summary() -> list[str]:
     final = next(e for e in reversed(log) if "train_runtime" in e)
     manifest = json.loads((RUN / "data_manifest.json").read_text())
     first, last = steps[0], steps[-1]
+    planned, done = config["max_steps"], final["step"]
+    qat_start, decay_start = round((1 - config["qat_fraction"]) * planned), round((1 - config["decay_ratio"]) * planned)
+    schedule = (f"lr {config['learning_rate']} (warm-up, constant, linear decay over the last "
+                f"{config['decay_ratio']:.0%}), int8 QAT over the last {config['qat_fraction']:.0%} of the steps")
+    if done < planned:
+        schedule = (f"{planned} steps planned, stopped by the {config['max_minutes']:.0f}-minute budget at step {done}: "
+                    f"lr {config['learning_rate']} after warm-up, the decay (from step {decay_start}) never reached, "
+                    f"int8 QAT over steps {qat_start}–{done} only")
+    keep = (f", plus L_keep (weight {config['keep_weight']}: the starting model's ranking of each batch's documents "
+            "encoded whole, kept as a KL target against forgetting plain retrieval)" if config.get("keep_weight") else "")
     return [
-        f"Trained by `scripts/train_default_model.py` (seed {config['seed']}): {final['step']} steps of "
+        f"Trained by `scripts/train_default_model.py` (seed {config['seed']}): {done} steps of "
         f"{config['batch_size']} documents in {final['train_runtime'] / 60:.0f} minutes on 2 CPU cores (bf16 "
-        f"autocast), LoRA rank {config['lora_rank']} on every linear layer plus the separator row, lr "
-        f"{config['learning_rate']} (warm-up, constant, linear decay over the last {config['decay_ratio']:.0%}), "
+        f"autocast), LoRA rank {config['lora_rank']} on every linear layer plus the separator row; {schedule}; "
         f"τ = {config['temperature']}, τ_T = {config['teacher_temperature']}, top-{config['top_n']} token scores, "
-        f"Matryoshka {config['matryoshka_dims']}, int8 QAT over the last {config['qat_fraction']:.0%} of the steps, "
+        f"Matryoshka {config['matryoshka_dims']}, L_doc + L_dist{keep}, "
         f"a soup of the last {config['soup_size']} checkpoints. Loss {first['loss']:.3f} → {last['loss']:.3f} "
         f"(L_doc {first['l_doc']:.3f} → {last['l_doc']:.3f}, L_dist {first['l_dist']:.3f} → {last['l_dist']:.3f}). "
         f"Data ({sum(manifest['documents'].values()):,} documents: "
@@ -92,10 +101,13 @@ def training_summary() -> list[str]:
         "evaluation set, the Python documentation without its FAQ (PSF licence), and template families of "
         "near-identical documents written for contextembed; gold spans as the teacher. Evaluation documents were "
         f"excluded by id and by MinHash ({len(manifest['excluded_near_duplicates'])} further near duplicates "
-        "found). One choice was made on the reported sets, as asked: the separator's starting row, measured on the "
+        "found). Choices made on the reported sets, said plainly: the separator's starting row, measured on the "
         "untrained model (the mean embedding gave recipes Answer@10 51.6 and pyfaq Answer@10 71.3; the row of `.` "
-        "gave 76.9 and 76.4, so `.` it is, for the default model too). The training settings were fixed before the "
-        "run and not tuned afterwards."]
+        "gave 76.9 and 76.4, so `.` it is, for the default model too); and this is the second run: the first "
+        "(2,300 steps, no L_keep, no filler in the templates) lost 11.7 points of nDCG@10 on the guard set and "
+        "reached 11/30 on the leases, so L_keep and shared filler text in the template families were added and "
+        "the run repeated once (1,600 steps planned for the slower steps), with no other change and no further runs. The guard set is therefore not an "
+        "untouched measurement of this model: it chose the fix."]
 
 
 def main() -> None:

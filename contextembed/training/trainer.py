@@ -182,18 +182,19 @@ class ContextTrainingModel(nn.Module):
         full = self.model.config.full_dim
         whole = self.model(**plain, normalize=False).chunk_embeddings[:, 0]  # (B, D): one chunk per document
         scores = cut_and_normalize(query_vectors, full) @ cut_and_normalize(whole, full).T
-        base_whole, base_queries = self.base_chunks(plain)[:, 0], self.base_chunks(queries)[:, 0]
+        base_whole, base_queries = (chunks[:, 0] for chunks in self.base_chunks(plain, queries))
         base_scores = cut_and_normalize(base_queries, full) @ cut_and_normalize(base_whole, full).T
         return keep_loss(scores, base_scores, self.config.teacher_temperature)
 
     @torch.no_grad()
-    def base_chunks(self, inputs: dict) -> torch.Tensor:
-        """Raw chunk vectors of the starting checkpoint: adapters off, separator row and projection as built."""
+    def base_chunks(self, *inputs: dict) -> list[torch.Tensor]:
+        """Raw chunk vectors of the starting checkpoint for each input batch: adapters off (switched once for all
+        of them), separator row and projection as built."""
         trained_projection, self.model.projection = self.model.projection, self.base_projection
         self._base_pass = True
         try:
             with self.model.backbone.disable_adapter():
-                return self.model(**inputs, normalize=False).chunk_embeddings
+                return [self.model(**batch, normalize=False).chunk_embeddings for batch in inputs]
         finally:
             self.model.projection, self._base_pass = trained_projection, False
 
