@@ -16,10 +16,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["throughput", "peer_afterthoughts", "long_documents", "long_documents_chunks", "search", "search_backends",
-         "search_context_bench_scale", "gpu", "gpu_tiny_cpu"]
+         "search_context_bench_scale", "ray_data", "gpu", "gpu_tiny_cpu"]
 COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
             ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
-            ["search.py", "--context-bench-scale"], ["gpu.py", "--tiny"]]
+            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["gpu.py", "--tiny"]]
 
 
 def headline(results: Path) -> list[str]:
@@ -53,6 +53,9 @@ def headline(results: Path) -> list[str]:
     if (c := load("search_context_bench_scale")) is not None:
         rows.append(f"| context-bench scale exact search (2.46M × 1024 int8, 2,099 queries), peak memory | "
                     f"{c['peak_gib']:.1f} GiB | fits in 24 GB |")
+    if (r := load("ray_data")) is not None:
+        rows.append(f"| Ray Data ({r['actors']} actors) / one process throughput, vectors equal to "
+                    f"{r['max_abs_diff']:.0e} | {r['ratio']:.2f} | (no speed-up expected on 2 cores) |")
     return ["| measure | result | target |", "|---|---|---|", *rows]
 
 

@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     _chunk_options(encode)
     encode.add_argument("--precision", choices=PRECISIONS, default="float32", help="vector precision to store")
     encode.add_argument("--overwrite", action="store_true", help="replace an index already in OUTPUT_DIR")
+    encode.add_argument("--ray-actors", type=int, metavar="N",
+                        help="embed on Ray Data with N actors and write Parquet (one row per chunk: doc_id, "
+                             "chunk_index, start, end, text, embedding) instead of an index; needs "
+                             "pip install 'contextembed[ray]'")
+    encode.add_argument("--ray-address", help="Ray cluster to join (default: start a local Ray)")
     encode.set_defaults(func=_encode)
 
     build = commands.add_parser("build", help="wrap a local Hugging Face backbone as a contextembed checkpoint",
@@ -144,6 +149,8 @@ def _embed(model, args, precision: str = "float32"):
 def _encode(args) -> int:
     from contextembed.index import check_index_target, write_index
 
+    if args.ray_actors is not None or args.ray_address is not None:
+        return _encode_on_ray(args)
     check_index_target(args.output_dir, args.overwrite)  # before the embedding, not after
     model = _load(args)
     documents, vectors, records = _embed(model, args, args.precision)
@@ -153,6 +160,38 @@ def _encode(args) -> int:
     out = write_index(args.output_dir, vectors, records, meta, overwrite=args.overwrite)
     print(f"wrote {len(records)} chunk vectors of {len(documents)} documents ({args.precision}, "
           f"{meta['output_dim']}-d) to {out}")
+    return 0
+
+
+def _encode_on_ray(args) -> int:
+    from contextembed.corpus import read_corpus
+
+    actors = 2 if args.ray_actors is None else args.ray_actors
+    if actors <= 0:
+        raise ValueError(f"--ray-actors must be a positive integer, got {actors}")
+    if args.precision != "float32":
+        raise ValueError("--ray-actors writes float32 vectors to Parquet; --precision applies to indexes only")
+    out = Path(args.output_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{args.output_dir} exists and is not an empty folder: the Parquet files need a new one")
+    _, documents = read_corpus(args.path)
+    import ray
+
+    from contextembed.integrations.ray import embed_dataset
+
+    started = not ray.is_initialized()  # a caller's Ray session is used as it is, and left running
+    if started:
+        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    try:
+        dataset = ray.data.from_items([{"id": d.path, "text": d.text} for d in documents])
+        chunks = embed_dataset(dataset, args.model or "", chunker=_chunker(args), output_dim=args.output_dim,
+                               num_actors=actors, batch_size=max(1, min(args.batch_size, len(documents) // actors)))
+        chunks.write_parquet(str(out))
+        rows = ray.data.read_parquet(str(out)).count()
+    finally:
+        if started:
+            ray.shutdown()
+    print(f"wrote {rows} chunk rows of {len(documents)} documents to Parquet files in {out} ({actors} Ray actors)")
     return 0
 
 

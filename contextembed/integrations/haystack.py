@@ -1,0 +1,103 @@
+"""Haystack: a document embedder that encodes each source document's splits together, and a text embedder.
+
+    pip install "contextembed[haystack]"
+
+`DocumentSplitter` writes `meta["source_id"]` (the parent document's id) and `meta["split_id"]` (the split's
+place in it) on every split; `ContextualDocumentEmbedder` groups the documents it receives by the first and
+orders them by the second, encodes each source document once, and returns the documents with their contextual
+`embedding`. `ContextualTextEmbedder` embeds queries. Both serialise with the pipeline (`Pipeline.dumps()`).
+
+    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=120))
+    pipeline.add_component("embedder", ContextualDocumentEmbedder())
+    pipeline.add_component("writer", DocumentWriter(document_store))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from contextembed.integrations.grouping import encode_grouped
+
+
+def _load(model: str):
+    import contextembed
+
+    return contextembed.load(model or None)
+
+
+@component
+class ContextualDocumentEmbedder:
+    """Embed split documents in the context of their source document.
+
+    Args:
+        model: a checkpoint path or Hub id; empty for the default model.
+        source_id_field: the meta field naming the source document (`DocumentSplitter`'s `source_id`).
+        order_field: the meta field giving the split's place in its source (`DocumentSplitter`'s `split_id`).
+        output_dim: Matryoshka size of every vector (the checkpoint's default when `None`).
+        missing_source: documents without the source field: `"error"` (default) or `"alone"` (one-chunk
+            documents, for unsplit documents).
+        empty_chunks: a split with no text (`DocumentSplitter` can emit whitespace-only splits): `"error"`
+            (default) or `"zero"` (an all-zero embedding; the document is still returned and stored).
+    """
+
+    def __init__(self, model: str = "", source_id_field: str = "source_id", order_field: str = "split_id",
+                 output_dim: int | None = None, missing_source: str = "error", empty_chunks: str = "error"):
+        self.model, self.source_id_field, self.order_field = model, source_id_field, order_field
+        self.output_dim, self.missing_source, self.empty_chunks = output_dim, missing_source, empty_chunks
+        self._encoder = None
+
+    def warm_up(self) -> None:
+        if self._encoder is None:
+            self._encoder = _load(self.model)
+
+    def to_dict(self) -> dict:
+        return default_to_dict(self, model=self.model, source_id_field=self.source_id_field,
+                               order_field=self.order_field, output_dim=self.output_dim,
+                               missing_source=self.missing_source, empty_chunks=self.empty_chunks)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ContextualDocumentEmbedder:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise TypeError("ContextualDocumentEmbedder expects a list of Documents")
+        if not documents:
+            return {"documents": []}
+        self.warm_up()
+        vectors = encode_grouped(self._encoder, [d.content or "" for d in documents],
+                                 [d.meta.get(self.source_id_field) for d in documents],
+                                 [d.meta.get(self.order_field) for d in documents],
+                                 missing_source=self.missing_source, empty_chunks=self.empty_chunks,
+                                 what="document", output_dim=self.output_dim)
+        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
+
+
+@component
+class ContextualTextEmbedder:
+    """Embed a query (with the checkpoint's query prefix) for an embedding retriever."""
+
+    def __init__(self, model: str = "", output_dim: int | None = None):
+        self.model, self.output_dim = model, output_dim
+        self._encoder = None
+
+    def warm_up(self) -> None:
+        if self._encoder is None:
+            self._encoder = _load(self.model)
+
+    def to_dict(self) -> dict:
+        return default_to_dict(self, model=self.model, output_dim=self.output_dim)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ContextualTextEmbedder:
+        return default_from_dict(cls, data)
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict:
+        if not isinstance(text, str):
+            raise TypeError("ContextualTextEmbedder expects a string; use ContextualDocumentEmbedder for Documents")
+        self.warm_up()
+        return {"embedding": self._encoder.encode_queries([text], output_dim=self.output_dim)[0].tolist()}

@@ -1,0 +1,134 @@
+"""LlamaIndex: a `BaseEmbedding` that, used as a transformation, encodes each source document's nodes together.
+
+    pip install "contextembed[llamaindex]"
+
+As a transformation (`IngestionPipeline(transformations=[SentenceSplitter(...), ContextualEmbedding()])`, or
+called on prebuilt nodes) it groups the nodes by `ref_doc_id`, orders them by `start_char_idx`, encodes each
+document once and sets `node.embedding`; both `__call__` and `acall` do this, so `pipeline.run()`,
+`await pipeline.arun()` and `num_workers=N` (each worker loads the model once) all keep context. As
+`embed_model` it serves queries (`_get_query_embedding`) and embeds any other text as a one-chunk document.
+
+Routes that keep context: an `IngestionPipeline` with this embedding as its last transformation; calling it on
+prebuilt nodes; `VectorStoreIndex(nodes, embed_model=emb)` with nodes it already embedded (LlamaIndex never
+re-embeds a node that has an embedding); `VectorStoreIndex.from_documents(docs, embed_model=emb,
+transformations=[splitter, emb])`. Routes that cannot: `from_documents` or `insert` *without* the embedding in
+`transformations` (LlamaIndex then embeds flat batches of texts through `get_text_embedding_batch`).
+
+What is embedded is each node's content under `metadata_mode` (`MetadataMode.NONE` by default: `EMBED` would
+repeat the same metadata header inside every chunk of a document, where the document itself is already in view).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship
+from pydantic import Field, PrivateAttr
+
+from contextembed.integrations.grouping import encode_grouped
+
+
+class ContextualEmbedding(BaseEmbedding):
+    """contextembed as a LlamaIndex embedding model and node transformation.
+
+    Args:
+        model_name: a checkpoint path or Hub id; empty for the default model (loaded on first use, once per
+            process, so the object pickles for `num_workers`).
+        output_dim: Matryoshka size of every vector (the checkpoint's default when `None`).
+        metadata_mode: which node metadata is embedded with the text (`MetadataMode.NONE` by default).
+        missing_source: nodes without a `ref_doc_id`: `"error"` (default) or `"alone"` (one-chunk documents).
+        encoder: an already loaded `ContextEmbedder` (not serialised; `model_name` is what a worker reloads).
+    """
+
+    model_name: str = Field(default="", description="contextembed checkpoint path or Hub id ('' = default model)")
+    output_dim: int | None = Field(default=None, description="Matryoshka size of the vectors")
+    metadata_mode: MetadataMode = Field(default=MetadataMode.NONE)
+    missing_source: str = Field(default="error")
+    _encoder: Any = PrivateAttr(default=None)
+
+    def __init__(self, model_name: str = "", *, encoder=None, **kwargs):
+        super().__init__(model_name=model_name, **kwargs)
+        self._encoder = encoder
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ContextualEmbedding"
+
+    @property
+    def encoder(self):
+        if self._encoder is None:
+            import contextembed
+
+            self._encoder = contextembed.load(self.model_name or None)
+        return self._encoder
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        private = dict(state.get("__pydantic_private__") or {})
+        private["_encoder"] = None  # workers reload from model_name instead of receiving the weights by pickle
+        return {**state, "__pydantic_private__": private}
+
+    # The embedding-model interface: queries, and any other text as a one-chunk document.
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self.encoder.encode_queries([query], output_dim=self.output_dim)[0].tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [v[0].tolist() for v in self.encoder.encode_documents([[t] for t in texts],
+                                                                     output_dim=self.output_dim)]
+
+    # The transformation: nodes grouped into their documents.
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs) -> Sequence[BaseNode]:
+        nodes = list(nodes)
+        if not nodes:
+            return nodes
+        _check_whole_documents(nodes)
+        texts = [node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
+        # A whole Document (no splitter before this embedding) is its own source: a one-chunk document.
+        sources = [node.node_id if isinstance(node, Document) else node.ref_doc_id for node in nodes]
+        positions = [0 if isinstance(node, Document) else node.start_char_idx if node.start_char_idx is not None
+                     else _chain_position(node, nodes) for node in nodes]
+        vectors = encode_grouped(self.encoder, texts, sources, positions,
+                                 missing_source=self.missing_source, what="node", output_dim=self.output_dim)
+        for node, vector in zip(nodes, vectors):
+            node.embedding = vector.tolist()
+        return nodes
+
+    async def acall(self, nodes: Sequence[BaseNode], **kwargs) -> Sequence[BaseNode]:
+        return self.__call__(nodes, **kwargs)
+
+
+def _chain_position(node: BaseNode, nodes: list[BaseNode]) -> int | None:
+    """A node without `start_char_idx`: its place in its document's PREVIOUS chain among these nodes."""
+    by_id = {n.node_id: n for n in nodes}
+    position, current = 0, node
+    while (previous := current.relationships.get(NodeRelationship.PREVIOUS)) is not None:
+        if previous.node_id not in by_id:
+            return None
+        current = by_id[previous.node_id]
+        position += 1
+        if position > len(nodes):
+            return None
+    return position
+
+
+def _check_whole_documents(nodes: list[BaseNode]) -> None:
+    """Refuse a call that holds only part of a document: the missing nodes' context would be silently lost."""
+    ids = {node.node_id for node in nodes}
+    for i, node in enumerate(nodes):
+        for relation in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+            neighbour = node.relationships.get(relation)
+            if neighbour is not None and neighbour.node_id not in ids:
+                raise ValueError(
+                    f"node {i} (document {node.ref_doc_id!r}) has a {relation.name.lower()} node that is not in "
+                    "this call: a document's nodes must be embedded together (in an IngestionPipeline put the "
+                    "splitter before this embedding, so workers receive whole documents)")
