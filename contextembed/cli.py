@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--document-prefix", default="", help="text put before every document")
     build.add_argument("--window-head-tokens", type=int, default=0,
                        help="opening tokens of a long document carried into every later window")
+    build.add_argument("--base-model", help="Hub id of the backbone, for the card's metadata (base_model)")
+    build.add_argument("--license", help="the checkpoint's licence, for the card's metadata (e.g. apache-2.0)")
+    build.add_argument("--language", nargs="+", help="language codes, for the card's metadata (e.g. en)")
     build.set_defaults(func=_build)
 
     from contextembed.evaluation.cli import add_evaluate_command
@@ -237,11 +240,15 @@ def _index_model(index) -> str | None:
 
 def _build(args) -> int:
     from contextembed.build import build_checkpoint
+    from contextembed.model_card import card_metadata
+
+    card_metadata(base_model=args.base_model, license=args.license, language=args.language)  # before any writing
 
     build_checkpoint(args.backbone_dir, args.output_dir, embedding_dim=args.embedding_dim,
                      matryoshka_dims=args.matryoshka_dims, max_seq_length=args.max_seq_length, preset=args.preset,
                      query_prefix=args.query_prefix, document_prefix=args.document_prefix,
-                     window_head_tokens=args.window_head_tokens)
+                     window_head_tokens=args.window_head_tokens,
+                     card={"base_model": args.base_model, "license": args.license, "language": args.language})
     print(f"wrote a contextembed checkpoint to {args.output_dir}")
     return 0
 

@@ -26,15 +26,17 @@ def render_model_card(
     load_args: str | None = None,
     title: str = "contextembed checkpoint",
     summary: str = DEFAULT_SUMMARY,
-    base_model: str = "unknown",
-    license: str = "apache-2.0",
+    base_model: str | None = None,
+    license: str | None = None,
+    language: str | list[str] | None = None,
     results: str = NO_RESULTS,
     limitations: str = DEFAULT_LIMITATIONS,
 ) -> str:
     """Fill the card template from a `ContextEmbedConfig` (and its processor, for the special tokens).
 
     `model_id` is the Hub id or path shown in the snippets; `model_ref` (a Python expression), `ref_import`
-    and `load_args` override how the snippets refer to the checkpoint.
+    and `load_args` override how the snippets refer to the checkpoint. `base_model`, `license` and `language` go
+    into the card's YAML metadata only when given (the Hub reads them; a guessed value would be wrong).
     """
     text_config = config.text_config
     dim = config.output_dim or config.full_dim
@@ -45,8 +47,7 @@ def render_model_card(
         names = tokenizer.convert_ids_to_tokens(lead) + ["…"] + tokenizer.convert_ids_to_tokens(tail)
         wrapping = " ".join(f"`{n}`" if n != "…" else n for n in names) if lead or tail else "none"
     values = {
-        "license": license,
-        "base_model": base_model,
+        "metadata": card_metadata(base_model=base_model, license=license, language=language),
         "title": title,
         "summary": summary,
         "model_ref": model_ref or repr(model_id).replace("'", '"'),
@@ -79,6 +80,33 @@ def render_model_card(
     }
     template = Template(files("contextembed").joinpath("model_card_template.md").read_text(encoding="utf-8"))
     return template.substitute(values)
+
+
+def card_metadata(*, base_model: str | None = None, license: str | None = None,
+                  language: str | list[str] | None = None) -> str:
+    """The optional YAML lines of the card's metadata block, each only when known.
+
+    >>> print(card_metadata(base_model="org/model", license="mit", language=["en", "de"]), end="")
+    license: mit
+    base_model: org/model
+    language:
+    - en
+    - de
+    >>> card_metadata()
+    ''
+    """
+    lines = []
+    for key, value in (("license", license), ("base_model", base_model)):
+        if value is not None:
+            if not isinstance(value, str) or not value.strip() or "\n" in value:
+                raise ValueError(f"{key} must be a non-empty single-line string, got {value!r}")
+            lines.append(f"{key}: {value.strip()}")
+    if language is not None:
+        languages = [language] if isinstance(language, str) else list(language)
+        if not languages or not all(isinstance(code, str) and code.strip().isalnum() for code in languages):
+            raise ValueError(f"language must be language codes such as 'en', got {language!r}")
+        lines += ["language:", *(f"- {code.strip()}" for code in languages)]
+    return "".join(line + "\n" for line in lines)
 
 
 def _show(prefix: str) -> str:

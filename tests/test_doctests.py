@@ -21,7 +21,7 @@ MODULES = sorted(
 WITHOUT_DOCTESTS = {
     "contextembed.build", "contextembed.checkpoint", "contextembed.cli", "contextembed.corpus",
     "contextembed.default_model", "contextembed.evaluation.cli", "contextembed.evaluation.loaders",
-    "contextembed.evaluation.protocols", "contextembed.hub", "contextembed.model_card",
+    "contextembed.evaluation.protocols", "contextembed.hub",
     "contextembed.modeling.configuration_contextembed", "contextembed.training.trainer",
     # framework adapters: glue around the doctested grouping rule, tested in each real framework
     "contextembed.integrations.haystack", "contextembed.integrations.langchain",

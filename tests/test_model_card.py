@@ -25,3 +25,23 @@ def test_snippets_run(default_model_cache, index):
     snippets = re.findall(r"```python\n(.*?)```", CARD.read_text(encoding="utf-8"), flags=re.S)
     assert len(snippets) == 3
     exec(compile(snippets[index], f"MODEL_CARD.md snippet {index}", "exec"), {})
+
+
+def test_card_metadata_comes_from_the_build_flags(backbone_dirs, tmp_path):
+    """The Hub reads base_model, license and language from the card's YAML: they are written when given to
+    `contextembed build`, and left out (not guessed) when not."""
+    from huggingface_hub import ModelCard
+
+    from contextembed.cli import main
+
+    flagged, bare = tmp_path / "flagged", tmp_path / "bare"
+    assert main(["build", str(backbone_dirs["bert"]), str(flagged), "--base-model", "org/tiny-bert", "--license", "mit",
+                 "--language", "en", "de"]) == 0
+    assert main(["build", str(backbone_dirs["bert"]), str(bare)]) == 0
+    data = ModelCard.load(flagged / "README.md").data
+    assert (data.base_model, data.license, data.language) == ("org/tiny-bert", "mit", ["en", "de"])
+    assert data.pipeline_tag == "sentence-similarity" and "sentence-transformers" in data.tags
+    data = ModelCard.load(bare / "README.md").data
+    assert data.base_model is None and data.license is None and data.language is None
+    assert "unknown" not in (bare / "README.md").read_text().split("---")[1]
+    assert main(["build", str(backbone_dirs["bert"]), str(tmp_path / "bad"), "--language", "en us"]) == 2
