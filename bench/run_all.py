@@ -16,10 +16,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["throughput", "peer_afterthoughts", "long_documents", "long_documents_chunks", "search", "search_backends",
-         "search_context_bench_scale", "ray_data", "gpu", "gpu_tiny_cpu"]
+         "search_context_bench_scale", "ray_data", "dtype", "gpu", "gpu_tiny_cpu"]
 COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
             ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
-            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["gpu.py", "--tiny"]]
+            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["gpu.py", "--tiny"]]
 
 
 def headline(results: Path) -> list[str]:
@@ -56,6 +56,9 @@ def headline(results: Path) -> list[str]:
     if (r := load("ray_data")) is not None:
         rows.append(f"| Ray Data ({r['actors']} actors) / one process throughput, vectors equal to "
                     f"{r['max_abs_diff']:.0e} | {r['ratio']:.2f} | (no speed-up expected on 2 cores) |")
+    if (d := load("dtype")) is not None:
+        rows.append(f"| encoding bfloat16 / float32 weights (MiniLM, CPU, native bf16: {d['native_bf16']}), chunk "
+                    f"cosine min {d['cosine_min']:.4f} | {d['ratio']:.2f} | (opt-in: dtype=\"auto\") |")
     return ["| measure | result | target |", "|---|---|---|", *rows]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from contextembed.chunking import CHUNKERS, TokenWindows
+from contextembed.encoder import DTYPES
 from contextembed.quantization import PRECISIONS
 
 logger = logging.getLogger("contextembed")
@@ -117,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint folder or Hub id (default: the packaged MiniLM default model)")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--dtype", choices=DTYPES, help="weights' dtype (default float32; auto: bfloat16 where the "
+                        "device computes it natively, else float32)")
     parser.add_argument("--batch-size", type=int, default=32, help="documents per forward pass (default 32)")
     parser.add_argument("--output-dim", type=int, help="Matryoshka dimension (default: the full size)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -132,7 +135,7 @@ def _chunk_options(parser: argparse.ArgumentParser) -> None:
 def _load(args, model=None):
     import contextembed
 
-    return contextembed.load(model or args.model, device=args.device)
+    return contextembed.load(model or args.model, device=args.device, dtype=args.dtype)
 
 
 def _chunker(args):

@@ -59,7 +59,7 @@ class ContextEmbedder:
         """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache)."""
         from contextembed.hub import resolve_checkpoint
 
-        kwargs = {"dtype": _dtype(dtype)}
+        kwargs = {"dtype": resolve_dtype(dtype, device)}
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
         if attn_implementation is not None:
@@ -267,13 +267,34 @@ def _progress(batches, show: bool, unit: str):
     return tqdm(batches, desc=f"Encoding {unit}", unit="batch")
 
 
-def _dtype(dtype):
+DTYPES = ("float32", "bfloat16", "float16", "auto")  # the names the command line accepts
+
+
+def native_bf16(device: str | torch.device | None = None) -> bool:
+    """Whether the device computes bfloat16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16 / AMX
+    (oneDNN's check). Elsewhere bf16 is emulated and slower than float32."""
+    device = torch.device(device or "cpu")
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return False
+
+
+def resolve_dtype(dtype, device: str | torch.device | None = None) -> torch.dtype:
+    """The weights' dtype: float32 by default; `"auto"` is bfloat16 where `native_bf16(device)`, else float32.
+
+    >>> resolve_dtype(None), resolve_dtype("float16"), resolve_dtype("auto", "meta")
+    (torch.float32, torch.float16, torch.float32)
+    """
     if dtype is None:
         return torch.float32
     if isinstance(dtype, str):
         if dtype == "auto":
-            return "auto"
+            return torch.bfloat16 if native_bf16(device) else torch.float32
         if not isinstance(getattr(torch, dtype, None), torch.dtype):
-            raise ValueError(f"dtype must be a torch dtype or its name (e.g. 'bfloat16'), got {dtype!r}")
+            raise ValueError(f"dtype must be a torch dtype, its name (e.g. 'bfloat16') or 'auto', got {dtype!r}")
         return getattr(torch, dtype)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"dtype must be a torch dtype, its name (e.g. 'bfloat16') or 'auto', got {dtype!r}")
     return dtype

@@ -19,6 +19,7 @@ CASES = {
     "search": ["search.py", "--chunks", "5000", "--dim", "64", "--queries", "4", "--repeats", "1"],
     "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],
     "ray_data": ["ray_data.py", "--docs", "4", "--repeats", "1"],
+    "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
 }
 
 

@@ -147,3 +147,18 @@ def test_load_rejects_bad_paths(tmp_path):
         contextembed.load("not//a valid id")
     with pytest.raises(ValueError, match="dtype must be a torch dtype"):
         ContextEmbedder.from_pretrained(tmp_path.parent, dtype="float77")
+
+
+def test_dtype_auto_is_bf16_only_where_the_device_computes_it_natively(checkpoint_dir):
+    from contextembed.encoder import native_bf16, resolve_dtype
+
+    encoder = contextembed.load(str(checkpoint_dir), dtype="auto")
+    expected = torch.bfloat16 if native_bf16("cpu") else torch.float32
+    assert resolve_dtype("auto", "cpu") == expected
+    assert encoder.model.backbone.dtype == expected
+    vectors = encoder.encode_documents([["the lease of the street", "the rent is monthly"]])[0]
+    reference = contextembed.load(str(checkpoint_dir)).encode_documents([["the lease of the street",
+                                                                          "the rent is monthly"]])[0]
+    assert vectors.dtype == np.float32 and (vectors * reference).sum(1).min() > 0.99
+    with pytest.raises(ValueError, match="dtype must be a torch dtype, its name"):
+        contextembed.load(str(checkpoint_dir), dtype="bf16")

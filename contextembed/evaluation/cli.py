@@ -6,6 +6,8 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
+from contextembed.encoder import DTYPES
+
 FORMATS = ("context-bench", "conteb", "beir")
 
 
@@ -34,6 +36,8 @@ def add_evaluate_command(commands) -> None:
     evaluate.add_argument("--format", choices=FORMATS, default="context-bench", help="dataset layout")
     evaluate.add_argument("--model", help="checkpoint folder or Hub id (default: the default model)")
     evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument("--dtype", choices=DTYPES, help="weights' dtype (default float32; auto: bfloat16 where "
+                          "the device computes it natively)")
     evaluate.add_argument("--batch-size", type=int, default=32)
     evaluate.add_argument("--k", type=int, nargs="+", default=[1, 10], help="K values (context-bench)")
     evaluate.add_argument("--max-tokens", type=int, default=512, help="truncation for --format beir (Q2D rule)")
@@ -56,7 +60,7 @@ def evaluate_command(args) -> int:
         raise ValueError(f"--k values must be positive integers, got {args.k}")
     if args.data is None and args.format != "context-bench":
         raise ValueError("the shipped sets are in the context-bench layout: pass DATA for other formats")
-    encoder = contextembed.load(args.model, device=args.device)
+    encoder = contextembed.load(args.model, device=args.device, dtype=args.dtype)
     options = {"batch_size": args.batch_size, "show_progress_bar": False if args.no_progress else None}
     if args.data:
         datasets = {Path(args.data).name: (Path(args.data), args.format)}
