@@ -31,7 +31,9 @@ def tiny_checkpoint(tmp_path_factory):
     return str(out)
 
 
-class TestStandardUnit(EmbeddingsUnitTests):
+class _TinyCheckpoint:
+    """What both standard suites need: our class, built on a tiny random checkpoint."""
+
     @pytest.fixture(autouse=True)
     def _checkpoint(self, tiny_checkpoint):
         type(self).checkpoint = tiny_checkpoint
@@ -45,18 +47,12 @@ class TestStandardUnit(EmbeddingsUnitTests):
         return {"model": self.checkpoint}
 
 
-class TestStandardIntegration(EmbeddingsIntegrationTests):
-    @pytest.fixture(autouse=True)
-    def _checkpoint(self, tiny_checkpoint):
-        type(self).checkpoint = tiny_checkpoint
+class TestStandardUnit(_TinyCheckpoint, EmbeddingsUnitTests):
+    pass
 
-    @property
-    def embeddings_class(self):
-        return ContextualEmbeddings
 
-    @property
-    def embedding_model_params(self) -> dict:
-        return {"model": self.checkpoint}
+class TestStandardIntegration(_TinyCheckpoint, EmbeddingsIntegrationTests):
+    pass
 
 
 def splitter():
