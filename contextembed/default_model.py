@@ -143,6 +143,7 @@ def preview_model_card_fields() -> dict:
         "base_model": "sentence-transformers/all-MiniLM-L6-v2",
         "license": "apache-2.0",
         "language": ["en"],
+        "model_index": measured_index(PREVIEW_MODEL_NAME),
         "model_ref": f"str(named_model_path({PREVIEW_MODEL_NAME!r}))",
         "ref_import": "from contextembed.default_model import named_model_path\n",
         "load_args": repr(PREVIEW_MODEL_NAME),
@@ -159,6 +160,7 @@ def default_model_card_fields() -> dict:
         "base_model": "sentence-transformers/all-MiniLM-L6-v2",
         "license": "apache-2.0",
         "language": ["en"],
+        "model_index": measured_index(DEFAULT_MODEL_NAME),
         "model_ref": "str(default_model_path())",
         "ref_import": "from contextembed.default_model import default_model_path\n",
         "load_args": "",
@@ -175,6 +177,16 @@ def render_default_model_card() -> str:
     path = default_model_path()
     return render_model_card(ContextEmbedConfig.from_pretrained(path), ContextEmbedProcessor.from_pretrained(path),
                              **default_model_card_fields())
+
+
+def measured_index(name: str) -> tuple[str, list[dict]] | None:
+    """The measured results of a packaged model, for its card's `model-index` (written with the results table)."""
+    import json
+    from importlib.resources import files
+
+    resource = files("contextembed").joinpath("default_model_index.json")
+    rows = json.loads(resource.read_text(encoding="utf-8")).get(name) if resource.is_file() else None
+    return (name, rows) if rows else None
 
 
 def default_model_results() -> str:

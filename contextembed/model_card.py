@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from importlib.resources import files
 from string import Template
 
@@ -29,6 +30,7 @@ def render_model_card(
     base_model: str | None = None,
     license: str | None = None,
     language: str | list[str] | None = None,
+    model_index: tuple[str, list[dict]] | None = None,
     results: str = NO_RESULTS,
     limitations: str = DEFAULT_LIMITATIONS,
 ) -> str:
@@ -47,7 +49,8 @@ def render_model_card(
         names = tokenizer.convert_ids_to_tokens(lead) + ["…"] + tokenizer.convert_ids_to_tokens(tail)
         wrapping = " ".join(f"`{n}`" if n != "…" else n for n in names) if lead or tail else "none"
     values = {
-        "metadata": card_metadata(base_model=base_model, license=license, language=language),
+        "metadata": card_metadata(base_model=base_model, license=license, language=language,
+                                  model_index=model_index),
         "title": title,
         "summary": summary,
         "model_ref": model_ref or repr(model_id).replace("'", '"'),
@@ -83,8 +86,11 @@ def render_model_card(
 
 
 def card_metadata(*, base_model: str | None = None, license: str | None = None,
-                  language: str | list[str] | None = None) -> str:
+                  language: str | list[str] | None = None, model_index: tuple[str, list[dict]] | None = None) -> str:
     """The optional YAML lines of the card's metadata block, each only when known.
+
+    `model_index` is `(model name, [{"dataset", "metric", "value"}, ...])`: measured results, as the Hub's
+    `model-index` (retrieval task, one entry per dataset).
 
     >>> print(card_metadata(base_model="org/model", license="mit", language=["en", "de"]), end="")
     license: mit
@@ -106,6 +112,17 @@ def card_metadata(*, base_model: str | None = None, license: str | None = None,
         if not languages or not all(isinstance(code, str) and code.strip().isalnum() for code in languages):
             raise ValueError(f"language must be language codes such as 'en', got {language!r}")
         lines += ["language:", *(f"- {code.strip()}" for code in languages)]
+    if model_index is not None:
+        name, rows = model_index
+        lines += ["model-index:", f"- name: {json.dumps(name)}", "  results:"]
+        for dataset in dict.fromkeys(row["dataset"] for row in rows):
+            lines += ["  - task:", "      type: retrieval", "    dataset:",
+                      f"      name: {json.dumps(f'contextembed {dataset} (shipped evaluation set)')}",
+                      f"      type: {json.dumps(f'contextembed/{dataset}')}", "    metrics:"]
+            for row in (r for r in rows if r["dataset"] == dataset):
+                kind = row["metric"].split(" ")[0].lower().replace("@", "_at_")
+                lines += [f"    - type: {json.dumps(kind)}", f"      value: {float(row['value'])}",
+                          f"      name: {json.dumps(row['metric'])}"]
     return "".join(line + "\n" for line in lines)
 
 

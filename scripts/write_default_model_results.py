@@ -15,6 +15,9 @@ import json
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "contextembed" / "default_model_results.md"
+INDEX = OUT.with_name("default_model_index.json")  # the cards' model-index (Hub metadata), from the same results
+INDEXED = [("recipes", "Document@1"), ("recipes", "Answer@1"), ("recipes", "Answer@10"), ("pyfaq", "Answer@10"),
+           ("wikipacks", "Answer@1")]
 RUN = Path(__file__).resolve().parent / "default_model_run"
 
 INTRO = """**Shipped evaluation sets** (`contextembed evaluate`; metrics in %). Contextual sets, context-bench metrics:
@@ -128,7 +131,13 @@ def main() -> None:
             "highest among the six copies.", "", *lease_table((args.folder / "leases.txt").read_text()), "",
             "**How the preview was trained.** " + training_summary()[0]]
     OUT.write_text("\n".join(text) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    index = {name: [{"dataset": d, "metric": f"{m} (late chunking)", "value": round(metric(r, d, "contextual", m), 1)}
+                    for d, m in INDEXED]
+             + [{"dataset": "wikiguard", "metric": "nDCG@10", "value": round(100 * r["wikiguard"]["test"]["ndcg@10"], 1)}]
+             for name, r in (("contextembed-all-MiniLM-L6-v2", untrained),
+                             ("contextembed-all-MiniLM-L6-v2-contextual-preview", trained))}
+    INDEX.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {OUT} and {INDEX}")
 
 
 if __name__ == "__main__":
