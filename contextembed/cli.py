@@ -191,7 +191,8 @@ def _encode_on_ray(args) -> int:
     try:
         dataset = ray.data.from_items([{"id": d.path, "text": d.text} for d in documents])
         chunks = embed_dataset(dataset, args.model or "", chunker=_chunker(args), output_dim=args.output_dim,
-                               num_actors=actors, batch_size=max(1, min(args.batch_size, len(documents) // actors)))
+                               num_actors=actors, batch_size=max(1, min(args.batch_size, len(documents) // actors)),
+                               num_gpus=1 if args.device.startswith("cuda") else 0, dtype=args.dtype)
         chunks.write_parquet(str(out))
         rows = ray.data.read_parquet(str(out)).count()
     finally:

@@ -26,10 +26,11 @@ COLUMNS = ("doc_id", "chunk_index", "start", "end", "text", "embedding")
 class ChunkEmbedder:
     """The callable class `map_batches` runs on each actor: loads the model once, embeds batches of documents."""
 
-    def __init__(self, model: str = "", chunker=None, output_dim: int | None = None, device: str | None = None):
+    def __init__(self, model: str = "", chunker=None, output_dim: int | None = None, device: str | None = None,
+                 dtype: str | None = None):
         import contextembed
 
-        self.encoder = contextembed.load(model or None, device=device)
+        self.encoder = contextembed.load(model or None, device=device, dtype=dtype)
         self.chunker, self.output_dim = chunker, output_dim
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -68,7 +69,7 @@ class ChunkEmbedder:
 
 
 def embed_dataset(dataset, model: str = "", *, chunker=None, output_dim: int | None = None, num_actors: int = 2,
-                  batch_size: int = 16, num_gpus: float = 0):
+                  batch_size: int = 16, num_gpus: float = 0, dtype: str | None = None):
     """A lazy Ray `Dataset` of chunk rows (see the module docstring) from a dataset of document rows.
 
     `batch_size` counts documents per call; within a call the encoder batches by tokens.
@@ -77,6 +78,6 @@ def embed_dataset(dataset, model: str = "", *, chunker=None, output_dim: int | N
 
     return dataset.map_batches(
         ChunkEmbedder, fn_constructor_kwargs={"model": model, "chunker": chunker, "output_dim": output_dim,
-                                              "device": "cuda" if num_gpus else None},
+                                              "device": "cuda" if num_gpus else None, "dtype": dtype},
         compute=ActorPoolStrategy(size=num_actors), batch_size=batch_size, batch_format="pyarrow",
         num_gpus=num_gpus or None)
