@@ -109,8 +109,9 @@ def card_metadata(*, base_model: str | None = None, license: str | None = None,
             lines.append(f"{key}: {value.strip()}")
     if language is not None:
         languages = [language] if isinstance(language, str) else list(language)
-        if not languages or not all(isinstance(code, str) and code.strip().isalnum() for code in languages):
-            raise ValueError(f"language must be language codes such as 'en', got {language!r}")
+        if not languages or not all(isinstance(code, str) and code.strip().replace("-", "").isalnum()
+                                    for code in languages):
+            raise ValueError(f"language must be language codes such as 'en' or 'zh-Hans', got {language!r}")
         lines += ["language:", *(f"- {code.strip()}" for code in languages)]
     if model_index is not None:
         name, rows = model_index

@@ -89,17 +89,15 @@ class ContextualEmbeddings(Embeddings):
                 out[i] = vector[0].tolist()
         return out
 
-    def embed_document_chunks(self, chunks: Sequence[str]) -> list[list[float]]:
-        """The chunks of one document, encoded together: one vector per chunk."""
-        return self.encoder.encode_documents([list(chunks)], **self._options())[0].tolist()
-
     def embed_documents_grouped(self, documents: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Several documents, each a list of its chunks: one list of chunk vectors per document."""
         return [v.tolist() for v in self.encoder.encode_documents([list(d) for d in documents], **self._options())]
 
     @contextlib.contextmanager
-    def precomputed(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> Iterator[None]:
-        """Within the block, `embed_documents` answers these texts with these vectors (first in, first out)."""
+    def precomputed(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> Iterator[dict[str, deque]]:
+        """Within the block, `embed_documents` answers these texts with these vectors (first in, first out).
+
+        The block gets the staged vectors (text -> queue): what is left in them at the end was never asked for."""
         if len(texts) != len(vectors):
             raise ValueError(f"{len(texts)} texts for {len(vectors)} vectors")
         staged = defaultdict(deque)
@@ -107,7 +105,7 @@ class ContextualEmbeddings(Embeddings):
             staged[text].append([float(x) for x in vector])
         token = self._staged.set(staged)
         try:
-            yield
+            yield staged
         finally:
             self._staged.reset(token)
 
@@ -182,9 +180,9 @@ def add_documents_contextual(vectorstore: VectorStore, documents: Sequence[Docum
     vectors = embeddings.embed_chunks(chunks)
     staged = [c.page_content for c in chunks]
     kwargs.setdefault("ids", [c.id for c in chunks])
-    with embeddings.precomputed(staged, vectors):
+    with embeddings.precomputed(staged, vectors) as queues:
         ids = vectorstore.add_documents(chunks, **kwargs)
-        left = sum(len(queue) for queue in embeddings._staged.get().values())
+    left = sum(len(queue) for queue in queues.values())
     if left:
         raise ValueError(f"the vector store used {len(chunks) - left} of {len(chunks)} staged vectors: it does not "
                          "embed with these ContextualEmbeddings (pass them to the store's constructor)")

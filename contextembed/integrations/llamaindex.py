@@ -95,8 +95,9 @@ class ContextualEmbedding(BaseEmbedding):
         texts = [node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
         # A whole Document (no splitter before this embedding) is its own source: a one-chunk document.
         sources = [node.node_id if isinstance(node, Document) else node.ref_doc_id for node in nodes]
+        by_id = {node.node_id: node for node in nodes}
         positions = [0 if isinstance(node, Document) else node.start_char_idx if node.start_char_idx is not None
-                     else _chain_position(node, nodes) for node in nodes]
+                     else _chain_position(node, by_id) for node in nodes]
         vectors = encode_grouped(self.encoder, texts, sources, positions,
                                  missing_source=self.missing_source, what="node", output_dim=self.output_dim)
         for node, vector in zip(nodes, vectors):
@@ -107,16 +108,15 @@ class ContextualEmbedding(BaseEmbedding):
         return self.__call__(nodes, **kwargs)
 
 
-def _chain_position(node: BaseNode, nodes: list[BaseNode]) -> int | None:
-    """A node without `start_char_idx`: its place in its document's PREVIOUS chain among these nodes."""
-    by_id = {n.node_id: n for n in nodes}
+def _chain_position(node: BaseNode, by_id: dict[str, BaseNode]) -> int | None:
+    """A node without `start_char_idx`: its place in its document's PREVIOUS chain among these nodes (by id)."""
     position, current = 0, node
     while (previous := current.relationships.get(NodeRelationship.PREVIOUS)) is not None:
         if previous.node_id not in by_id:
             return None
         current = by_id[previous.node_id]
         position += 1
-        if position > len(nodes):
+        if position > len(by_id):
             return None
     return position
 

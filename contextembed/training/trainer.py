@@ -142,7 +142,8 @@ class ContextTrainingModel(nn.Module):
                                                     requires_grad=config.learn_temperature)
         self.quantize = False  # switched on for the last qat_fraction of the steps
         self._base_pass = False  # True while the untrained model (adapters off, separator row as built) runs
-        self.base_projection = copy.deepcopy(model.projection).requires_grad_(False)
+        # L_keep's reference projects with the projection as built (only kept when L_keep is on).
+        self.base_projection = copy.deepcopy(model.projection).requires_grad_(False) if config.keep_weight else None
 
     def _use_trained_separator(self, module, args, output):
         if self._base_pass:
@@ -190,6 +191,8 @@ class ContextTrainingModel(nn.Module):
     def base_chunks(self, *inputs: dict) -> list[torch.Tensor]:
         """Raw chunk vectors of the starting checkpoint for each input batch: adapters off (switched once for all
         of them), separator row and projection as built."""
+        if self.base_projection is None:
+            raise ValueError("the starting model's vectors are kept only for L_keep: set keep_weight > 0")
         trained_projection, self.model.projection = self.model.projection, self.base_projection
         self._base_pass = True
         try:

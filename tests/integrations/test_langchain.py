@@ -106,6 +106,9 @@ def test_any_store_gets_the_contextual_vectors(tiny_checkpoint, store):
         np.testing.assert_allclose(stored, expected[chunk.id], atol=1e-6)
     # The same sentence in two documents: two different vectors.
     assert np.abs(expected["street:1"] - expected["company:1"]).max() > 1e-4
+    grouped = embeddings.embed_documents_grouped([[c.page_content for c in chunks if c.metadata["parent_id"] == name]
+                                                  for name in TEXTS])
+    np.testing.assert_allclose(grouped[1], [expected[f"company:{k}"] for k in range(3)], atol=1e-6)
 
 
 def test_faiss_from_precomputed_vectors(tiny_checkpoint):
