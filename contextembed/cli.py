@@ -4,6 +4,7 @@
     contextembed encode PATH OUTPUT_DIR   write a corpus's chunk vectors and metadata for later searches
     contextembed build BACKBONE_DIR OUTPUT_DIR   wrap a Hugging Face backbone as a contextembed checkpoint
     contextembed evaluate [DATA]          score a model (default: the shipped contextual evaluation set)
+    contextembed export CHECKPOINT        write the model's core as ONNX or OpenVINO into the checkpoint
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from contextembed.chunking import CHUNKERS, TokenWindows
+from contextembed.backends.runtime import BACKENDS
+from contextembed.backends.export import FORMATS, QUANTIZATIONS
 from contextembed.encoder import DTYPES
 from contextembed.quantization import PRECISIONS
 
@@ -30,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _quiet_transformers()
     try:
         return args.func(args)
-    except (ValueError, OSError, ImportError) as error:
+    except (ValueError, OSError, ImportError, RuntimeError) as error:
         print(f"contextembed {args.command}: error: {error}", file=sys.stderr)
         return 2
 
@@ -93,6 +96,19 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--language", nargs="+", help="language codes, for the card's metadata (e.g. en)")
     build.set_defaults(func=_build)
 
+    export = commands.add_parser("export", help="export a checkpoint's core to ONNX or OpenVINO",
+                                 description="Writes onnx/model.onnx (--quantize int8: also onnx/model_qint8.onnx) "
+                                             "or openvino/openvino_model.xml into the checkpoint folder, after "
+                                             "checking it against torch on batch shapes it was not traced with. "
+                                             "Load it with contextembed.load(CHECKPOINT, backend='onnx') or "
+                                             "--backend onnx. Needs pip install 'contextembed[onnx]' (or "
+                                             "[openvino]).")
+    export.add_argument("checkpoint", help="local checkpoint folder")
+    export.add_argument("--format", choices=FORMATS, default="onnx", help="onnx (default) or openvino")
+    export.add_argument("--quantize", choices=QUANTIZATIONS,
+                        help="int8: also write dynamically quantised int8 weights (ONNX only)")
+    export.set_defaults(func=_export)
+
     from contextembed.evaluation.cli import add_evaluate_command
 
     add_evaluate_command(commands)
@@ -120,9 +136,27 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--dtype", choices=DTYPES, help="weights' dtype (default float32; auto: bfloat16 where the "
                         "device computes it natively, else float32)")
+    add_backend_options(parser)
     parser.add_argument("--batch-size", type=int, default=32, help="documents per forward pass (default 32)")
     parser.add_argument("--output-dim", type=int, help="Matryoshka dimension (default: the full size)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=BACKENDS, default="torch",
+                        help="torch (default), or a graph written by 'contextembed export' (CPU, float32)")
+    parser.add_argument("--backend-file", help="which exported graph to run (e.g. onnx/model_qint8.onnx)")
+
+
+def load_model(args, model=None):
+    """The model an `args` namespace of `_model_options` names, on its device, dtype and backend."""
+    import contextembed
+
+    kwargs = {"device": args.device, "dtype": args.dtype}
+    if args.backend != "torch" or args.backend_file is not None:
+        kwargs = {"backend": args.backend, "file_name": args.backend_file,
+                  **{k: v for k, v in kwargs.items() if v not in (None, "cpu")}}
+    return contextembed.load(model or args.model, **kwargs)
 
 
 def _chunk_options(parser: argparse.ArgumentParser) -> None:
@@ -133,9 +167,7 @@ def _chunk_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args, model=None):
-    import contextembed
-
-    return contextembed.load(model or args.model, device=args.device, dtype=args.dtype)
+    return load_model(args, model)
 
 
 def _chunker(args):
@@ -254,6 +286,16 @@ def _build(args) -> int:
                      window_head_tokens=args.window_head_tokens,
                      card={"base_model": args.base_model, "license": args.license, "language": args.language})
     print(f"wrote a contextembed checkpoint to {args.output_dir}")
+    return 0
+
+
+def _export(args) -> int:
+    from contextembed.backends import export
+
+    written = export(args.checkpoint, args.format, args.quantize)
+    print(f"wrote {written} (checked against torch on new batch shapes); load it with "
+          f"contextembed.load({args.checkpoint!r}, backend={args.format!r}"
+          f"{f', file_name={str(written.relative_to(args.checkpoint))!r}' if args.quantize else ''})")
     return 0
 
 

@@ -55,13 +55,32 @@ class ContextEmbedder:
         cache_dir: str | Path | None = None,
         local_files_only: bool = False,
         attn_implementation: str | None = None,
+        backend: str = "torch",
+        file_name: str | None = None,
     ) -> ContextEmbedder:
-        """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache)."""
+        """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache).
+
+        `backend="onnx"` or `"openvino"` runs the graph that `contextembed export` wrote into the checkpoint
+        (`file_name` picks another one, e.g. `"onnx/model_qint8.onnx"`) on the CPU, with the same processor,
+        pooling and windowing as torch.
+        """
         from contextembed.hub import resolve_checkpoint
 
-        kwargs = {"dtype": resolve_dtype(dtype, device)}
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
+        if backend != "torch":
+            from contextembed.backends import BackendModel
+
+            ignored = {"dtype": dtype not in (None, "float32", torch.float32), "attn_implementation":
+                       attn_implementation is not None, "device": device not in (None, "cpu")}
+            if any(ignored.values()):
+                raise ValueError(f"backend={backend!r} runs its exported float32 graph on the CPU: "
+                                 f"{', '.join(k for k, v in ignored.items() if v)} cannot be set")
+            return cls(BackendModel.from_pretrained(path, backend, file_name),
+                       ContextEmbedProcessor.from_pretrained(path))
+        if file_name is not None:
+            raise ValueError("file_name picks an exported graph: pass backend='onnx' or 'openvino' with it")
+        kwargs = {"dtype": resolve_dtype(dtype, device)}
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
         model = ContextEmbedModel.from_pretrained(path, **kwargs)
@@ -74,7 +93,12 @@ class ContextEmbedder:
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        return self.model.device
+
+    @property
+    def backend(self) -> str:
+        """`"torch"`, or the exported backend running the model (`"onnx"`, `"openvino"`)."""
+        return getattr(self.model, "backend", "torch")
 
     @property
     def output_dim(self) -> int:
@@ -214,6 +238,9 @@ class ContextEmbedder:
         """Save as a checkpoint loadable by contextembed, transformers and sentence-transformers."""
         from contextembed.checkpoint import save_checkpoint
 
+        if self.backend != "torch":
+            raise ValueError(f"this model runs an exported {self.backend} graph, which holds no torch weights to "
+                             "save: load the checkpoint with backend='torch' to save it")
         return save_checkpoint(self.model, self.processor, output_dir)
 
     def push_to_hub(self, repo_id: str, *, private: bool | None = None, token: str | None = None,

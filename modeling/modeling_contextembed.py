@@ -135,6 +135,143 @@ def plan_windows(
     return windows, best
 
 
+def late_chunk_sums(
+    core,
+    input_ids: torch.LongTensor,
+    token_mask: torch.Tensor,
+    chunk_ids: torch.LongTensor,
+    num_chunks: int,
+    window: int,
+    *,
+    width: int,
+    head_tokens: int,
+    overlap: float,
+    pad_id: int,
+    token_type_ids: torch.LongTensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each chunk's summed states and token count for a padded batch, whatever the documents' lengths.
+
+    `core(input_ids, token_mask, chunk_ids, num_chunks, token_type_ids)` runs one padded batch and returns its
+    `(sums (b, num_chunks, width), counts (b, num_chunks))`, as `chunk_sums_and_counts` computes them. Rows that
+    fit `window` tokens run in one call; each longer row runs in windows on chunk boundaries (8 per call), each
+    chunk pooled from the window that gives it the most context, with the row's first `head_tokens` chunk tokens
+    carried as context. Sums and counts add up across windows, so any linear map of the states (the projection)
+    may be applied inside `core` or after the division. The same plan serves the torch model and the exported
+    backends, which differ only in `core`.
+    """
+    batch = input_ids.shape[0]
+    lengths = token_mask.sum(1)  # (B,)
+    short = (lengths <= window).nonzero().flatten()
+    if len(short) == batch:  # the common case: one call, no copies
+        seq_len = int(lengths.max()) if batch else 0
+        return core(input_ids[:, :seq_len], token_mask[:, :seq_len], chunk_ids[:, :seq_len], num_chunks,
+                    None if token_type_ids is None else token_type_ids[:, :seq_len])
+
+    sums = torch.zeros(batch, num_chunks, width, dtype=torch.float32, device=input_ids.device)
+    counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
+    if len(short):
+        seq_len = int(lengths[short].max())
+        sums[short], counts[short] = core(
+            input_ids[short, :seq_len], token_mask[short, :seq_len], chunk_ids[short, :seq_len], num_chunks,
+            None if token_type_ids is None else token_type_ids[short, :seq_len],
+        )
+    for row in (lengths > window).nonzero().flatten().tolist():
+        length = int(lengths[row])
+        ids, cids = input_ids[row, :length], chunk_ids[row, :length]
+        windows = document_windows(ids, cids, window, head_tokens=head_tokens, overlap=overlap)
+        for first in range(0, len(windows), 8):
+            group = windows[first : first + 8]
+            group_len = max(len(w_ids) for w_ids, _, _ in group)
+            num_local = max(int(w_cids.max()) + 1 for _, w_cids, _ in group)
+            batch_ids = ids.new_full((len(group), group_len), pad_id)
+            batch_cids = cids.new_full((len(group), group_len), -1)
+            mask = torch.zeros_like(batch_ids)
+            for i, (w_ids, w_cids, _) in enumerate(group):
+                batch_ids[i, : len(w_ids)], batch_cids[i, : len(w_ids)], mask[i, : len(w_ids)] = w_ids, w_cids, 1
+            w_sums, w_counts = core(batch_ids, mask, batch_cids, num_local, None)  # (<=8, c, width), (<=8, c)
+            for i, (_, _, offset) in enumerate(group):
+                sums[row, offset : offset + num_local] += w_sums[i, : num_chunks - offset].to(sums.device)
+                counts[row, offset : offset + num_local] += w_counts[i, : num_chunks - offset].to(counts.device)
+    return sums, counts
+
+
+def document_windows(
+    ids: torch.Tensor, cids: torch.Tensor, window: int, *, head_tokens: int, overlap: float
+) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
+    """Cut one unpadded document into windows that pool something.
+
+    Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
+    tokens of pieces owned by another window are context only (-1).
+    """
+    in_chunk = (cids >= 0).nonzero().flatten()
+    if len(in_chunk) == 0:
+        return []  # no chunk has a token (all empty): nothing to pool
+    first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
+    lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
+    body_ids, body_cids = ids[first:last], cids[first:last]
+    head = min(head_tokens, len(body_ids))
+    budget = window - first - (len(ids) - last) - head
+    if budget <= 0:
+        raise ValueError(
+            f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
+            f"and window_head_tokens={head} leave no room for the document's text in a window of {window} "
+            "tokens: shorten the title or prefix, or raise max_seq_length"
+        )
+
+    # Pieces: runs of one chunk's tokens, split evenly when longer than a window.
+    change = torch.ones(len(body_cids), dtype=torch.bool)
+    change[1:] = body_cids[1:] != body_cids[:-1]
+    run_starts = change.nonzero().flatten().tolist() + [len(body_cids)]
+    spans = []
+    for s, e in zip(run_starts[:-1], run_starts[1:]):
+        if int(body_cids[s]) < 0:
+            continue
+        n_pieces = -(-(e - s) // budget)
+        bounds = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
+        spans.extend(zip(bounds[:-1], bounds[1:]))
+    windows, owners = plan_windows(spans, len(body_ids), budget, overlap)
+    owned: list[list[tuple[int, int]]] = [[] for _ in windows]
+    for span, owner in zip(spans, owners):
+        owned[owner].append(span)
+
+    result = []
+    for (ws, we), pieces in zip(windows, owned):
+        if not pieces:
+            continue  # every piece here is pooled from a window with more context around it
+        offset = int(body_cids[pieces[0][0]])
+        pooled = torch.full_like(body_cids[ws:we], -1)
+        for s, e in pieces:
+            pooled[s - ws : e - ws] = body_cids[s:e] - offset
+        carry = min(head, ws)  # opening tokens this window lacks, as unpooled context
+        w_ids = torch.cat([ids[lead], body_ids[:carry], body_ids[ws:we], ids[tail]])
+        w_cids = torch.cat(
+            [cids[lead], torch.full_like(body_cids[:carry], -1), pooled, torch.full_like(cids[tail], -1)]
+        )
+        result.append((w_ids, w_cids, offset))
+    return result
+
+
+def check_output_dim(config: ContextEmbedConfig, output_dim) -> None:
+    """`output_dim` must be `None` or one of the checkpoint's Matryoshka sizes."""
+    is_int = isinstance(output_dim, int) and not isinstance(output_dim, bool)
+    if output_dim is not None and not (is_int and output_dim in config.allowed_dims):
+        raise ValueError(f"output_dim must be one of {config.allowed_dims}, got {output_dim!r}")
+
+
+def cut_and_normalize(
+    embeddings: torch.Tensor, config: ContextEmbedConfig, output_dim: int | None = None, normalize: bool | None = None
+) -> torch.Tensor:
+    """Matryoshka cut (default `config.output_dim`), then L2 normalisation (default `config.normalize`)."""
+    check_output_dim(config, output_dim)
+    output_dim = output_dim if output_dim is not None else config.output_dim
+    normalize = config.normalize if normalize is None else normalize
+    if output_dim is not None:
+        embeddings = embeddings[..., :output_dim]
+    if normalize:
+        embeddings = nn.functional.normalize(embeddings, p=2, dim=-1)
+    return embeddings
+
+
 class ContextEmbedPreTrainedModel(PreTrainedModel):
     config_class = ContextEmbedConfig
     base_model_prefix = "backbone"
@@ -244,40 +381,22 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         window = self.config.max_seq_length
         if max_seq_length is not None:
             window = min(window, int(torch.as_tensor(max_seq_length).max()))
-        batch, num_chunks = chunk_mask.shape
-        lengths = token_mask.sum(1)  # (B,)
+        whole_batch = bool((token_mask.sum(1) <= window).all())
+        outputs = []
 
-        # Every row that fits the window runs in one pass, in one backbone call; longer rows run in windows.
-        short = (lengths <= window).nonzero().flatten()
-        whole_batch = len(short) == batch
-        hidden = all_hidden = None
-        sums = counts = None
-        if len(short):
-            rows = slice(None) if whole_batch else short
-            seq_len = int(lengths[short].max())
-            out = self._run_backbone(
-                input_ids[rows, :seq_len],
-                token_mask[rows, :seq_len],
-                None if token_type_ids is None else token_type_ids[rows, :seq_len],
-                output_hidden_states=output_hidden_states,
-                **kwargs,
-            )
-            short_sums, short_counts = chunk_sums_and_counts(out.last_hidden_state, chunk_ids[rows, :seq_len],
-                                                             num_chunks)  # (b, C, H), (b, C)
-            if whole_batch:
-                sums, counts = short_sums, short_counts
-                hidden, all_hidden = out.last_hidden_state, getattr(out, "hidden_states", None)
-        if not whole_batch:
-            hidden_size = self.config.text_config.hidden_size
-            sums = torch.zeros(batch, num_chunks, hidden_size, dtype=torch.float32, device=input_ids.device)
-            counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
-            if len(short):
-                sums[short], counts[short] = short_sums, short_counts
-            for row in (lengths > window).nonzero().flatten().tolist():
-                length = int(lengths[row])
-                self._add_windowed_row(
-                    sums[row], counts[row], input_ids[row, :length], chunk_ids[row, :length], window, **kwargs
-                )
+        def core(ids, mask, cids, num_chunks, type_ids):
+            out = self._run_backbone(ids, mask, type_ids, output_hidden_states=output_hidden_states if whole_batch
+                                     else None, **kwargs)
+            outputs.append(out)
+            return chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)
+
+        sums, counts = late_chunk_sums(
+            core, input_ids, token_mask, chunk_ids, chunk_mask.shape[1], window,
+            width=self.config.text_config.hidden_size, head_tokens=self.config.window_head_tokens,
+            overlap=self.config.window_overlap, pad_id=self._pad_id(), token_type_ids=token_type_ids,
+        )
+        hidden = outputs[0].last_hidden_state if whole_batch and outputs else None
+        all_hidden = getattr(outputs[0], "hidden_states", None) if whole_batch and outputs else None
         pooled = sums / counts.clamp(min=1.0).unsqueeze(-1)  # (B, C, H), fp32
         embeddings = self.project(pooled, output_dim=output_dim, normalize=normalize)  # (B, C, D)
         embeddings = embeddings * chunk_mask.unsqueeze(-1).to(embeddings.dtype)
@@ -323,18 +442,10 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         self, pooled: torch.Tensor, output_dim: int | None = None, normalize: bool | None = None
     ) -> torch.Tensor:
         """fp32 projection, Matryoshka cut, then L2 normalisation: (..., H) -> (..., D)."""
-        output_dim = output_dim if output_dim is not None else self.config.output_dim
-        is_int = isinstance(output_dim, int) and not isinstance(output_dim, bool)
-        if output_dim is not None and not (is_int and output_dim in self.config.allowed_dims):
-            raise ValueError(f"output_dim must be one of {self.config.allowed_dims}, got {output_dim!r}")
-        normalize = self.config.normalize if normalize is None else normalize
+        check_output_dim(self.config, output_dim)
         projection_dtype = next(self.projection.parameters(), pooled).dtype
-        embeddings = self.projection(pooled.to(projection_dtype)).float()
-        if output_dim is not None:
-            embeddings = embeddings[..., :output_dim]
-        if normalize:
-            embeddings = nn.functional.normalize(embeddings, p=2, dim=-1)
-        return embeddings
+        return cut_and_normalize(self.projection(pooled.to(projection_dtype)).float(), self.config, output_dim,
+                                 normalize)
 
     def chunk_ids_from_separators(
         self, input_ids: torch.LongTensor, token_attention_mask: torch.Tensor | None
@@ -367,85 +478,6 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         return self.backbone(input_ids=input_ids, attention_mask=mask, return_dict=True, **extra, **kwargs)
 
-    def _add_windowed_row(
-        self, sums: torch.Tensor, counts: torch.Tensor, ids: torch.Tensor, cids: torch.Tensor, window: int, **kwargs
-    ) -> None:
-        """Pool one unpadded document longer than the window into its rows of `sums` (C, H) and `counts` (C,).
-
-        Windows run 8 per backbone call; each pools into a buffer sized by the chunks it owns (at most one per
-        token of the window), so memory is bounded by the window, not by the document's number of chunks.
-        """
-        windows = self._document_windows(ids, cids, window)
-        for first in range(0, len(windows), 8):
-            group = windows[first : first + 8]
-            group_len = max(len(w_ids) for w_ids, _, _ in group)
-            num_local = max(int(w_cids.max()) + 1 for _, w_cids, _ in group)
-            batch_ids = ids.new_full((len(group), group_len), self._pad_id())
-            batch_cids = cids.new_full((len(group), group_len), -1)
-            mask = torch.zeros_like(batch_ids)
-            for i, (w_ids, w_cids, _) in enumerate(group):
-                batch_ids[i, : len(w_ids)], batch_cids[i, : len(w_ids)], mask[i, : len(w_ids)] = w_ids, w_cids, 1
-            out = self._run_backbone(batch_ids, mask, **kwargs)
-            w_sums, w_counts = chunk_sums_and_counts(out.last_hidden_state, batch_cids, num_local)  # (8, c, H)
-            for i, (_, _, offset) in enumerate(group):
-                sums[offset : offset + num_local] += w_sums[i, : len(sums) - offset]
-                counts[offset : offset + num_local] += w_counts[i, : len(counts) - offset]
-
-    def _document_windows(
-        self, ids: torch.Tensor, cids: torch.Tensor, window: int
-    ) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
-        """Cut one unpadded document into windows that pool something.
-
-        Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
-        tokens of pieces owned by another window are context only (-1).
-        """
-        in_chunk = (cids >= 0).nonzero().flatten()
-        if len(in_chunk) == 0:
-            return []  # no chunk has a token (all empty): nothing to pool
-        first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
-        lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
-        body_ids, body_cids = ids[first:last], cids[first:last]
-        head = min(self.config.window_head_tokens, len(body_ids))
-        budget = window - first - (len(ids) - last) - head
-        if budget <= 0:
-            raise ValueError(
-                f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
-                f"and window_head_tokens={head} leave no room for the document's text in a window of {window} "
-                "tokens: shorten the title or prefix, or raise max_seq_length"
-            )
-
-        # Pieces: runs of one chunk's tokens, split evenly when longer than a window.
-        change = torch.ones(len(body_cids), dtype=torch.bool)
-        change[1:] = body_cids[1:] != body_cids[:-1]
-        run_starts = change.nonzero().flatten().tolist() + [len(body_cids)]
-        spans = []
-        for s, e in zip(run_starts[:-1], run_starts[1:]):
-            if int(body_cids[s]) < 0:
-                continue
-            n_pieces = -(-(e - s) // budget)
-            bounds = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
-            spans.extend(zip(bounds[:-1], bounds[1:]))
-        windows, owners = plan_windows(spans, len(body_ids), budget, self.config.window_overlap)
-        owned: list[list[tuple[int, int]]] = [[] for _ in windows]
-        for span, owner in zip(spans, owners):
-            owned[owner].append(span)
-
-        result = []
-        for (ws, we), pieces in zip(windows, owned):
-            if not pieces:
-                continue  # every piece here is pooled from a window with more context around it
-            offset = int(body_cids[pieces[0][0]])
-            pooled = torch.full_like(body_cids[ws:we], -1)
-            for s, e in pieces:
-                pooled[s - ws : e - ws] = body_cids[s:e] - offset
-            carry = min(head, ws)  # opening tokens this window lacks, as unpooled context
-            w_ids = torch.cat([ids[lead], body_ids[:carry], body_ids[ws:we], ids[tail]])
-            w_cids = torch.cat(
-                [cids[lead], torch.full_like(body_cids[:carry], -1), pooled, torch.full_like(cids[tail], -1)]
-            )
-            result.append((w_ids, w_cids, offset))
-        return result
-
     def _pad_id(self) -> int:
         pad = getattr(self.config.text_config, "pad_token_id", None)
         return pad if isinstance(pad, int) else 0
@@ -455,7 +487,11 @@ __all__ = [
     "ContextEmbedModel",
     "ContextEmbedOutput",
     "ContextEmbedPreTrainedModel",
+    "check_output_dim",
     "chunk_sums_and_counts",
+    "cut_and_normalize",
+    "document_windows",
     "late_chunk_mean",
+    "late_chunk_sums",
     "plan_windows",
 ]

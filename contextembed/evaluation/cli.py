@@ -26,6 +26,8 @@ def shipped_dataset(name: str = "recipes") -> Path:
 
 
 def add_evaluate_command(commands) -> None:
+    from contextembed.cli import add_backend_options
+
     evaluate = commands.add_parser(
         "evaluate", help="score a model on a context-bench, ConTEB or BEIR/Q2D-style dataset",
         description="Embeds, searches exhaustively and scores. Without DATA, runs the shipped sets: three "
@@ -38,6 +40,7 @@ def add_evaluate_command(commands) -> None:
     evaluate.add_argument("--device", default="cpu")
     evaluate.add_argument("--dtype", choices=DTYPES, help="weights' dtype (default float32; auto: bfloat16 where "
                           "the device computes it natively)")
+    add_backend_options(evaluate)
     evaluate.add_argument("--batch-size", type=int, default=32)
     evaluate.add_argument("--k", type=int, nargs="+", default=[1, 10], help="K values (context-bench)")
     evaluate.add_argument("--max-tokens", type=int, default=512, help="truncation for --format beir (Q2D rule)")
@@ -50,7 +53,7 @@ def add_evaluate_command(commands) -> None:
 
 
 def evaluate_command(args) -> int:
-    import contextembed
+    from contextembed.cli import load_model
     from contextembed.evaluation import loaders, protocols, report
     from contextembed.evaluation.context_bench import run_context_bench
 
@@ -60,7 +63,7 @@ def evaluate_command(args) -> int:
         raise ValueError(f"--k values must be positive integers, got {args.k}")
     if args.data is None and args.format != "context-bench":
         raise ValueError("the shipped sets are in the context-bench layout: pass DATA for other formats")
-    encoder = contextembed.load(args.model, device=args.device, dtype=args.dtype)
+    encoder = load_model(args)
     options = {"batch_size": args.batch_size, "show_progress_bar": False if args.no_progress else None}
     if args.data:
         datasets = {Path(args.data).name: (Path(args.data), args.format)}

@@ -1,0 +1,162 @@
+"""`contextembed export`: the branch-free core of a checkpoint as ONNX (torch.onnx, dynamo) or OpenVINO IR.
+
+Files land where sentence-transformers' backends look for them: `onnx/model.onnx`, `onnx/model_qint8.onnx`
+(dynamic int8 weights) and `openvino/openvino_model.xml` (+ `.bin`). Every export is run on batches of shapes it
+was not traced with and compared with the torch core before it is kept: a graph that specialised a shape, a
+branch or a constant would fail here rather than give wrong vectors later.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from contextembed.backends.core import INPUT_NAMES, OUTPUT_NAMES, ChunkSumsCore, example_inputs
+from contextembed.checkpoint import make_readable
+from contextembed.modeling import ContextEmbedModel
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("onnx", "openvino")
+QUANTIZATIONS = ("int8",)
+ONNX_FILE = "onnx/model.onnx"
+ONNX_INT8_FILE = "onnx/model_qint8.onnx"
+OPENVINO_FILE = "openvino/openvino_model.xml"
+# Agreement with the torch core on new shapes, on unit-length chunk vectors (the direction of the projected sums).
+FLOAT_TOLERANCE = 1e-4
+INT8_MIN_COSINE = 0.95  # dynamic int8 weights change the vectors on purpose; this catches a broken graph
+
+
+def export(checkpoint_dir: str | Path, format: str = "onnx", quantize: str | None = None) -> Path:
+    """Export a local checkpoint's core and check it on new shapes; returns the file written.
+
+    `quantize="int8"` (ONNX only) also writes dynamically quantised int8 weights (onnxruntime's
+    `quantize_dynamic`) beside the float graph and returns that file.
+    """
+    checkpoint_dir = Path(checkpoint_dir)
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    if quantize is not None and quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
+    if quantize is not None and format != "onnx":
+        raise ValueError(f"quantize={quantize!r} is available for format='onnx' only (onnxruntime's dynamic int8)")
+    if not (checkpoint_dir / "config.json").is_file():
+        raise ValueError(f"{checkpoint_dir} is not a checkpoint folder (no config.json); export works on a local "
+                         "folder: download a Hub checkpoint first")
+    model = ContextEmbedModel.from_pretrained(checkpoint_dir, dtype=torch.float32).eval()
+    core = ChunkSumsCore(model).eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx_file = _export_onnx(core, Path(tmp) / "model.onnx")
+        check_parity(core, _onnx_runner(onnx_file), FLOAT_TOLERANCE)
+        if format == "onnx":
+            if quantize == "int8":
+                int8_file = _quantize_int8(onnx_file, Path(tmp) / "model_qint8.onnx")
+                check_parity(core, _onnx_runner(int8_file), None)
+                _install(int8_file, checkpoint_dir / ONNX_INT8_FILE)
+            written = _install(onnx_file, checkpoint_dir / ONNX_FILE)
+            if quantize == "int8":
+                written = checkpoint_dir / ONNX_INT8_FILE
+        else:
+            ov_file = _convert_openvino(onnx_file, Path(tmp) / "openvino" / "openvino_model.xml")
+            check_parity(core, _openvino_runner(ov_file), FLOAT_TOLERANCE)
+            written = _install(ov_file, checkpoint_dir / OPENVINO_FILE)
+    make_readable(checkpoint_dir)
+    return written
+
+
+def check_parity(core: ChunkSumsCore, run, tolerance: float | None) -> float:
+    """Compare `run(inputs) -> (sums, counts)` with the torch core on batch shapes unlike the traced one.
+
+    With a `tolerance`, the unit-length chunk vectors must agree to it; without one (a quantised graph), their
+    cosine must stay above `INT8_MIN_COSINE`. Counts must be equal. Returns the largest difference (or the
+    smallest cosine).
+    """
+    config = core.backbone.config
+    longest = min(getattr(config, "max_position_embeddings", 512) or 512, 512) - 2
+    shapes = [(3, min(37, longest), 5), (1, longest, 2), (5, 7, 1), (2, min(61, longest), 9)]
+    worst = 0.0 if tolerance is not None else 1.0
+    for seed, shape in enumerate(shapes, start=1):
+        inputs = example_inputs(*shape, vocab_size=config.vocab_size, seed=seed)
+        with torch.inference_mode():
+            ref_sums, ref_counts = (t.numpy() for t in core(*inputs))
+        sums, counts = run([t.numpy() for t in inputs])
+        if not np.array_equal(counts, ref_counts):
+            raise RuntimeError(f"the exported graph counts chunk tokens differently on a batch of shape {shape}")
+        ref, got = _unit(ref_sums), _unit(sums)
+        if tolerance is not None:
+            diff = float(np.abs(got - ref).max())
+            worst = max(worst, diff)
+            if diff > tolerance:
+                raise RuntimeError(f"the exported graph differs from torch by {diff:.2e} (> {tolerance:.0e}) on a "
+                                   f"batch of shape {shape}: not written")
+        else:
+            cosine = float((got * ref).sum(-1).min())
+            worst = min(worst, cosine)
+            if cosine < INT8_MIN_COSINE:
+                raise RuntimeError(f"the int8 graph's vectors have cosine {cosine:.3f} (< {INT8_MIN_COSINE}) with "
+                                   f"torch's on a batch of shape {shape}: not written")
+    return worst
+
+
+def _unit(sums: np.ndarray) -> np.ndarray:
+    return sums / np.maximum(np.linalg.norm(sums, axis=-1, keepdims=True), 1e-12)
+
+
+def _export_onnx(core: ChunkSumsCore, path: Path) -> Path:
+    inputs = example_inputs(2, 16, 3, vocab_size=core.backbone.config.vocab_size)
+    batch, seq_len, chunks = (torch.export.Dim(name) for name in ("batch", "seq_len", "num_chunks"))
+    dynamic = {"input_ids": {0: batch, 1: seq_len}, "attention_mask": {0: batch, 1: seq_len},
+               "chunk_ids": {0: batch, 1: seq_len}, "chunk_mask": {0: batch, 1: chunks}}
+    n_bytes = sum(p.numel() * p.element_size() for p in core.parameters())
+    torch.onnx.export(core, inputs, str(path), dynamo=True, input_names=list(INPUT_NAMES),
+                      output_names=list(OUTPUT_NAMES), dynamic_shapes=dynamic,
+                      external_data=n_bytes > 1_500_000_000, verbose=False)
+    return path
+
+
+def _quantize_int8(source: Path, target: Path) -> Path:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # Per output channel: one scale per tensor left MiniLM's chunk vectors at cosine 0.89 with float32, per channel
+    # at 0.98 (worst chunk).
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+    return target
+
+
+def _convert_openvino(onnx_file: Path, target: Path) -> Path:
+    import openvino as ov
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Weights stay float32: save_model would otherwise compress them to float16.
+    ov.save_model(ov.convert_model(str(onnx_file)), str(target), compress_to_fp16=False)
+    return target
+
+
+def _install(source: Path, target: Path) -> Path:
+    """Move an export and its sidecar file (ONNX external data, the OpenVINO `.bin`) into the checkpoint, under
+    the same names (the graph refers to its sidecar by name)."""
+    assert source.name == target.name, (source, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for name in (source.name, source.name + ".data", source.stem + ".bin"):
+        if (source.parent / name).is_file():
+            shutil.move(str(source.parent / name), str(target.parent / name))
+    return target
+
+
+def _onnx_runner(path: Path):
+    from contextembed.backends.runtime import onnx_session
+
+    session = onnx_session(path)
+    return lambda inputs: session.run(None, dict(zip(INPUT_NAMES, inputs)))
+
+
+def _openvino_runner(path: Path):
+    from contextembed.backends.runtime import openvino_model
+
+    compiled = openvino_model(path)
+    return lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())

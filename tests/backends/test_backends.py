@@ -1,0 +1,162 @@
+"""ONNX Runtime and OpenVINO backends: the exported core gives torch's vectors on batches of new shapes."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import contextembed
+from contextembed.backends import export
+from contextembed.backends.core import INPUT_NAMES, OUTPUT_NAMES, ChunkSumsCore, example_inputs
+from contextembed.backends.export import check_parity
+from contextembed.cli import main
+from tests.modeling.test_windowing import long_document
+
+WORDS = "the lease rent tenant street company she table row section".split()
+
+
+def batch_of_new_shapes(seed: int = 0) -> list[list[str]]:
+    """Documents of 1 to 9 chunks and 1 to 12 words per chunk, plus two longer than the 64-token window."""
+    g = torch.Generator().manual_seed(seed)
+    docs = []
+    for _ in range(7):
+        n_chunks = int(torch.randint(1, 10, (1,), generator=g))
+        docs.append([" ".join(WORDS[int(i)] for i in torch.randint(len(WORDS), (int(torch.randint(1, 13, (1,),
+                     generator=g)),), generator=g)) for _ in range(n_chunks)])
+    return docs + [long_document(40, seed=seed), long_document(25, words_per_chunk=9, seed=seed + 1)]
+
+
+def assert_same_vectors(reference, encoder, documents, atol, **kwargs):
+    expected = reference.encode_documents(documents, **kwargs)
+    got = encoder.encode_documents(documents, **kwargs)
+    assert [len(v) for v in got] == [len(d) for d in documents]  # one vector per chunk, nothing dropped
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, atol=atol, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def exported(built, tmp_path_factory):
+    """family -> a copy of the tiny checkpoint with onnx/model.onnx written by `export`."""
+    root = tmp_path_factory.mktemp("exported")
+    result = {}
+    for family, (path, _, _) in built.items():
+        target = shutil.copytree(path, root / family)
+        assert export(target, "onnx") == target / "onnx" / "model.onnx"
+        result[family] = target
+    return result
+
+
+def test_onnx_matches_torch_on_new_shapes(exported, family):
+    path = exported[family]
+    reference = contextembed.load(path)
+    onnx = contextembed.load(path, backend="onnx")
+    assert onnx.backend == "onnx" and reference.backend == "torch"
+    for seed in range(2):
+        # Batch compositions unlike the traced (2, 16, 3): more rows, longer rows, windowed rows among short ones.
+        assert_same_vectors(reference, onnx, batch_of_new_shapes(seed), atol=1e-4)
+    assert_same_vectors(reference, onnx, batch_of_new_shapes(3), atol=1e-4, output_dim=8, batch_size=3)
+    np.testing.assert_allclose(onnx.encode_queries(["rent street", "she"]),
+                               reference.encode_queries(["rent street", "she"]), atol=1e-4, rtol=0)
+    np.testing.assert_array_equal(
+        np.concatenate(onnx.encode_documents(batch_of_new_shapes(1)[:4], precision="int8")),
+        np.concatenate(reference.encode_documents(batch_of_new_shapes(1)[:4], precision="int8")),
+    )
+
+
+def test_onnx_one_document_alone_equals_in_batch(exported):
+    onnx = contextembed.load(exported["bert"], backend="onnx")
+    docs = batch_of_new_shapes(4)
+    together = onnx.encode_documents(docs)
+    for doc, vectors in zip(docs, together):
+        np.testing.assert_allclose(onnx.encode_documents([doc])[0], vectors, atol=1e-5, rtol=0)
+
+
+def test_onnx_int8_weights(built, tmp_path):
+    path = shutil.copytree(built["bert"][0], tmp_path / "bert")
+    assert export(path, "onnx", quantize="int8") == path / "onnx" / "model_qint8.onnx"
+    assert (path / "onnx" / "model.onnx").is_file()
+    reference = contextembed.load(path)
+    int8 = contextembed.load(path, backend="onnx", file_name="onnx/model_qint8.onnx")
+    docs = batch_of_new_shapes(5)
+    for e, g in zip(reference.encode_documents(docs), int8.encode_documents(docs)):
+        assert g.shape == e.shape
+        assert (g * e).sum(1).min() > 0.95
+    assert (path / "onnx" / "model_qint8.onnx").stat().st_size < (path / "onnx" / "model.onnx").stat().st_size
+
+
+def test_openvino_matches_torch_on_new_shapes(built, tmp_path):
+    path = shutil.copytree(built["qwen3"][0], tmp_path / "qwen3")
+    assert export(path, "openvino") == path / "openvino" / "openvino_model.xml"
+    assert (path / "openvino" / "openvino_model.bin").is_file()
+    reference = contextembed.load(path)
+    openvino = contextembed.load(path, backend="openvino")
+    assert_same_vectors(reference, openvino, batch_of_new_shapes(6), atol=1e-4)
+
+
+def test_the_parity_check_rejects_a_shape_specialised_graph(built, tmp_path):
+    """A graph traced without dynamic shapes answers a new batch shape wrongly or not at all: never kept."""
+    import onnxruntime
+
+    _, model, _ = built["bert"]
+    core = ChunkSumsCore(model).eval()
+    path = tmp_path / "static.onnx"
+    torch.onnx.export(core, example_inputs(2, 16, 3, vocab_size=model.config.text_config.vocab_size), str(path),
+                      dynamo=False, input_names=list(INPUT_NAMES), output_names=list(OUTPUT_NAMES))
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def run(inputs):
+        try:
+            return session.run(None, dict(zip(INPUT_NAMES, inputs)))
+        except Exception as error:  # onnxruntime refuses the shape outright: also a failed check
+            raise RuntimeError(str(error)) from error
+
+    with pytest.raises(RuntimeError):
+        check_parity(core, run, 1e-4)
+    # ... while the same check passes the exported graph.
+    def run_torch(inputs):
+        with torch.inference_mode():
+            return [t.numpy() for t in core(*map(torch.from_numpy, inputs))]
+
+    assert check_parity(core, run_torch, 1e-4) == 0
+
+
+def test_bad_backend_requests(built, exported, tmp_path):
+    path = built["bert"][0]
+    with pytest.raises(ValueError, match="contextembed export"):
+        contextembed.load(path, backend="onnx")  # nothing exported there
+    with pytest.raises(ValueError, match="backend must be one of"):
+        contextembed.load(exported["bert"], backend="tensorrt")
+    with pytest.raises(ValueError, match="dtype"):
+        contextembed.load(exported["bert"], backend="onnx", dtype="bfloat16")
+    with pytest.raises(ValueError, match="device"):
+        contextembed.load(exported["bert"], backend="onnx", device="cuda")
+    with pytest.raises(ValueError, match="file_name"):
+        contextembed.load(exported["bert"], file_name="onnx/model.onnx")
+    with pytest.raises(ValueError, match="no torch weights"):
+        contextembed.load(exported["bert"], backend="onnx").save_pretrained(tmp_path / "out")
+    with pytest.raises(ValueError, match="format='onnx' only"):
+        export(exported["bert"], "openvino", quantize="int8")
+    with pytest.raises(ValueError, match="format must be"):
+        export(exported["bert"], "tflite")
+    with pytest.raises(ValueError, match="not a checkpoint folder"):
+        export(tmp_path, "onnx")
+
+
+def test_export_and_encode_from_the_command_line(built, tmp_path, capsys):
+    path = shutil.copytree(built["bert"][0], tmp_path / "bert")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(3):
+        (corpus / f"doc{i}.txt").write_text(". ".join(" ".join(d) for d in batch_of_new_shapes(i)[:5]) + ".")
+    assert main(["export", str(path)]) == 0
+    assert "onnx/model.onnx" in capsys.readouterr().out
+    for backend in ("torch", "onnx"):
+        assert main(["encode", str(corpus), str(tmp_path / backend), "--model", str(path), "--backend", backend,
+                     "--no-progress"]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "onnx" / "embeddings.npy"),
+                               np.load(tmp_path / "torch" / "embeddings.npy"), atol=1e-4, rtol=0)
+    assert main(["search", str(corpus), "rent", "--model", str(path), "--backend", "openvino"]) == 2
+    assert "contextembed export" in capsys.readouterr().err
