@@ -16,10 +16,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["throughput", "peer_afterthoughts", "long_documents", "long_documents_chunks", "search", "search_backends",
-         "search_context_bench_scale", "ray_data", "dtype", "gpu", "gpu_tiny_cpu"]
+         "search_context_bench_scale", "ray_data", "dtype", "backends", "gpu", "gpu_tiny_cpu"]
 COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
             ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
-            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["gpu.py", "--tiny"]]
+            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["backends.py"],
+            ["gpu.py", "--tiny"]]
 
 
 def headline(results: Path) -> list[str]:
@@ -59,6 +60,11 @@ def headline(results: Path) -> list[str]:
     if (d := load("dtype")) is not None:
         rows.append(f"| encoding bfloat16 / float32 weights (MiniLM, CPU, native bf16: {d['native_bf16']}), chunk "
                     f"cosine min {d['cosine_min']:.4f} | {d['ratio']:.2f} | (opt-in: dtype=\"auto\") |")
+    if (b := load("backends")) is not None:
+        for name, row in b["rows"].items():
+            if name != "torch float32":
+                rows.append(f"| encoding {name} / torch float32 (MiniLM, CPU), chunk cosine min {row['cosine_min']:.4f} "
+                            f"| {row['ratio']:.2f} | (deployment option) |")
     return ["| measure | result | target |", "|---|---|---|", *rows]
 
 

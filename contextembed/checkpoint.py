@@ -94,14 +94,15 @@ def write_sentence_transformers_files(output_dir: Path, config) -> None:
             "prompts": {"query": config.query_prefix, "document": config.document_prefix},
             "default_prompt_name": None,
             "similarity_fn_name": "cosine",
-            "requirements": {
-                "contextembed": {
-                    "specifier": f">={MIN_PACKAGE_VERSION}",
-                    "reason": "the model and processor are registered by `import contextembed`",
-                }
-            },
+            "requirements": st_requirements(),
         },
     )
+
+
+def st_requirements() -> dict:
+    """The `requirements` block of `config_sentence_transformers.json` (checked by sentence-transformers >= 6)."""
+    return {"contextembed": {"specifier": f">={MIN_PACKAGE_VERSION}",
+                             "reason": "the model and processor are registered by `import contextembed`"}}
 
 
 def _write_json(path: Path, payload) -> None:

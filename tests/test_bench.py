@@ -20,6 +20,7 @@ CASES = {
     "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],
     "ray_data": ["ray_data.py", "--docs", "4", "--repeats", "1"],
     "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
+    "backends": ["backends.py", "--docs", "4", "--repeats", "1"],
 }
 
 

@@ -10,10 +10,12 @@ import textwrap
 
 import pytest
 import torch
+from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoProcessor
 
 import contextembed
 from contextembed import ContextEmbedSentenceTransformer, as_chunked
+from contextembed.checkpoint import ST_MODULES, st_requirements
 from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
 
 DOCS = [["the lease is for one year", "rent is two", "she is the tenant"], ["one"], ["a b", "c d"], "plain"]
@@ -126,6 +128,28 @@ class TestSentenceTransformers:
     def test_as_chunked(self):
         assert as_chunked([["a", "b", "c"], "d"]) == [{"text": ["a", "b", "c"]}, "d"]
 
+    def test_resave_keeps_the_files_both_versions_load(self, built, tmp_path):
+        """A folder re-saved through ContextEmbedSentenceTransformer keeps the module paths that 5.7 imports and the
+        `requirements` block (plain sentence-transformers 6 writes a 6-only Normalize path and drops it)."""
+        path, model, processor = built["bert"]
+        ContextEmbedSentenceTransformer(str(path), device="cpu").save(str(tmp_path / "resaved"))
+        modules = json.loads((tmp_path / "resaved" / "modules.json").read_text())
+        assert [m["type"] for m in modules] == [m["type"] for m in ST_MODULES]
+        config = json.loads((tmp_path / "resaved" / "config_sentence_transformers.json").read_text())
+        assert config["requirements"] == st_requirements()
+        again = ContextEmbedSentenceTransformer(str(tmp_path / "resaved"), device="cpu")
+        got = again.encode_document(DOCS, output_value="token_embeddings")
+        for a, b in zip(got, direct_chunks(model, processor, DOCS)):
+            assert (a.cpu() - b).abs().max() <= 1e-5
+
+    def test_plain_resave_loads_in_the_same_version(self, built, tmp_path):
+        path, model, processor = built["qwen3"]
+        SentenceTransformer(str(path), device="cpu").save(str(tmp_path / "plain"))
+        got = SentenceTransformer(str(tmp_path / "plain"), device="cpu", trust_remote_code=False).encode_document(
+            as_chunked(DOCS), output_value="token_embeddings")
+        for a, b in zip(got, direct_chunks(model, processor, DOCS)):
+            assert (a.cpu() - b).abs().max() <= 1e-5
+
 
 FRESH_PROCESS = """
 import json, sys
@@ -167,6 +191,34 @@ class TestFreshProcess:
                                 capture_output=True, text=True, env=_offline_env())
         assert result.returncode != 0
         assert "contextembed" in result.stderr and "does not recognize this architecture" in result.stderr
+
+
+NOT_INSTALLED = """
+import importlib.metadata, sys
+real = importlib.metadata.version
+def version(name):  # as if contextembed were not installed
+    if name.replace("_", "-") == "contextembed":
+        raise importlib.metadata.PackageNotFoundError(name)
+    return real(name)
+importlib.metadata.version = version
+from sentence_transformers import SentenceTransformer
+SentenceTransformer(sys.argv[1], device="cpu")
+"""
+
+
+class TestRequirements:
+    def test_st6_says_to_install_contextembed_when_it_is_missing(self, built):
+        """sentence-transformers >= 6 checks the checkpoint's `requirements` before loading anything: without the
+        package, the error names it and why, instead of transformers' "upgrade transformers" advice."""
+        import sentence_transformers
+
+        if int(sentence_transformers.__version__.split(".")[0]) < 6:
+            pytest.skip("sentence-transformers < 6 does not read `requirements`")
+        result = subprocess.run([sys.executable, "-c", NOT_INSTALLED, str(built["bert"][0])], capture_output=True,
+                                text=True, env=_offline_env())
+        assert result.returncode != 0
+        assert "contextembed>=0.1.0" in result.stderr and "import contextembed" in result.stderr
+        assert "upgrade transformers" not in result.stderr
 
 
 def _offline_env():

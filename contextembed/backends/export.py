@@ -48,7 +48,9 @@ def export(checkpoint_dir: str | Path, format: str = "onnx", quantize: str | Non
     if not (checkpoint_dir / "config.json").is_file():
         raise ValueError(f"{checkpoint_dir} is not a checkpoint folder (no config.json); export works on a local "
                          "folder: download a Hub checkpoint first")
-    model = ContextEmbedModel.from_pretrained(checkpoint_dir, dtype=torch.float32).eval()
+    # Eager attention: torch's sdpa kernels do not carry over, and its decomposition (masking with Where, NaN
+    # checks) ran 12% slower in onnxruntime than the eager graph for MiniLM; the vectors are the same.
+    model = ContextEmbedModel.from_pretrained(checkpoint_dir, dtype=torch.float32, attn_implementation="eager").eval()
     core = ChunkSumsCore(model).eval()
     with tempfile.TemporaryDirectory() as tmp:
         onnx_file = _export_onnx(core, Path(tmp) / "model.onnx")
