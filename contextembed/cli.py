@@ -5,6 +5,7 @@
     contextembed build BACKBONE_DIR OUTPUT_DIR   wrap a Hugging Face backbone as a contextembed checkpoint
     contextembed evaluate [DATA]          score a model (default: the shipped contextual evaluation set)
     contextembed export CHECKPOINT        write the model's core as ONNX or OpenVINO into the checkpoint
+    contextembed convert SRC_DIR OUT_DIR  Perplexity's pplx-embed-context-v1 as a checkpoint that needs no remote code
 """
 
 from __future__ import annotations
@@ -109,6 +110,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="int8: also write dynamically quantised int8 weights (ONNX only)")
     export.set_defaults(func=_export)
 
+    convert = commands.add_parser("convert", help="convert a pplx-embed-context-v1 folder (no remote code needed)",
+                                  description="Reads Perplexity's pplx-embed-context-v1 (0.6B / 4B) from a local "
+                                              "folder (its Qwen3 weights, config and tokenizer; its .py files are "
+                                              "never run) and writes a contextembed checkpoint that transformers "
+                                              "and sentence-transformers load with trust_remote_code=False.")
+    convert.add_argument("source", help="local pplx-embed-context-v1 folder (e.g. a huggingface-cli download)")
+    convert.add_argument("output_dir", help="folder to write the checkpoint to")
+    convert.add_argument("--source-id", help="the Hub id it came from, for the card (base_model)")
+    convert.set_defaults(func=_convert)
+
     from contextembed.evaluation.cli import add_evaluate_command
 
     add_evaluate_command(commands)
@@ -194,6 +205,7 @@ def _encode(args) -> int:
     documents, vectors, records = _embed(model, args, args.precision)
     meta = {"model": args.model or "default", "output_dim": args.output_dim or model.output_dim,
             "precision": args.precision, "int8_clip_sigmas": model.config.int8_clip_sigmas,
+            "int8_scheme": model.config.int8_scheme,
             "chunker": str(_chunker(args)), "num_documents": len(documents), "documents": [d.path for d in documents]}
     out = write_index(args.output_dir, vectors, records, meta, overwrite=args.overwrite)
     print(f"wrote {len(records)} chunk vectors of {len(documents)} documents ({args.precision}, "
@@ -263,7 +275,8 @@ def _search(args) -> int:
     result = exact_search(query, vectors, doc_ids, top_k_documents=args.top_k, top_k_chunks=len(vectors),
                           block_size=65536, precision=precision)
     show_results(args.query, result, records, chunks_per_doc=args.chunks_per_doc, context=args.context,
-                 precision=precision, output_dim=output_dim, int8_clip_sigmas=model.config.int8_clip_sigmas)
+                 precision=precision, output_dim=output_dim,
+                 int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
     if args.compare:
         show_comparison(model, query, vectors, records, output_dim=args.output_dim, batch_size=args.batch_size)
     return 0
@@ -296,6 +309,14 @@ def _export(args) -> int:
     print(f"wrote {written} (checked against torch on new batch shapes); load it with "
           f"contextembed.load({args.checkpoint!r}, backend={args.format!r}"
           f"{f', file_name={str(written.relative_to(args.checkpoint))!r}' if args.quantize else ''})")
+    return 0
+
+
+def _convert(args) -> int:
+    from contextembed.convert import convert_pplx
+
+    convert_pplx(args.source, args.output_dir, source_id=args.source_id)
+    print(f"wrote a contextembed checkpoint to {args.output_dir} (separator <|endoftext|>, int8 = round(tanh(x)*127))")
     return 0
 
 

@@ -13,7 +13,7 @@ from contextembed.quantization import int8_scale
 
 
 def show_results(query: str, result, records: list[dict], *, chunks_per_doc: int, context: int,
-                 precision: str, output_dim: int, int8_clip_sigmas: float) -> None:
+                 precision: str, output_dim: int, int8_clip_sigmas: float | None) -> None:
     """Print the ranked documents of one query (`result` from `exact_search`) with their best chunks."""
     texts = {doc: document_text(list(rows)) for doc, rows in groupby(records, key=lambda r: r["doc"])}
     print(f'Query: "{query}"')
@@ -51,8 +51,9 @@ def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list
           "chunking each carries what its own document says around it.")
 
 
-def show_score(score, precision: str, output_dim: int, int8_clip_sigmas: float) -> str:
-    """A score as the cosine it stands for; codes also show their integer score.
+def show_score(score, precision: str, output_dim: int, int8_clip_sigmas: float | None) -> str:
+    """A score as the cosine it stands for; codes also show their integer score. `int8_clip_sigmas=None` (codes of
+    unnormalised vectors, the tanh scheme) stands for no cosine: only the integer score is shown.
 
     >>> show_score(0.5, "float32", 384, 5.0)
     '0.5000'
@@ -61,6 +62,8 @@ def show_score(score, precision: str, output_dim: int, int8_clip_sigmas: float) 
     """
     if precision == "float32":
         return f"{float(score):.4f}"
+    if precision in ("int8", "uint8") and int8_clip_sigmas is None:
+        return f"{int(score)} ({precision} tanh codes, dot product)"
     if precision in ("int8", "uint8"):
         return f"{float(score) / int8_scale(output_dim, int8_clip_sigmas) ** 2:.4f} ({precision} {int(score)})"
     return f"{int(score)} ({precision}: {output_dim} - 2 x Hamming distance)"

@@ -80,6 +80,13 @@ class ContextEmbedder:
                        ContextEmbedProcessor.from_pretrained(path))
         if file_name is not None:
             raise ValueError("file_name picks an exported graph: pass backend='onnx' or 'openvino' with it")
+        from contextembed.convert import convert_pplx, is_pplx_checkpoint
+
+        if is_pplx_checkpoint(path):  # Perplexity's layout: converted in memory (`contextembed convert` saves it)
+            if attn_implementation is not None:
+                raise ValueError("attn_implementation cannot be set when a pplx checkpoint is converted on load")
+            model, processor = convert_pplx(path)
+            return cls(model.to(resolve_dtype(dtype, device)), processor, device=device)
         kwargs = {"dtype": resolve_dtype(dtype, device)}
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
@@ -195,7 +202,7 @@ class ContextEmbedder:
         if vectors:
             return self._convert(np.concatenate(vectors), convert_to_tensor)
         return self._convert(quantize(np.zeros((0, output_dim or self.output_dim), np.float32), precision,
-                                      self.config.int8_clip_sigmas), convert_to_tensor)
+                                      self.config.int8_clip_sigmas, self.config.int8_scheme), convert_to_tensor)
 
     def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, output_dim,
                 precision, normalize, long_documents, empty_chunks) -> list[np.ndarray]:
@@ -219,6 +226,9 @@ class ContextEmbedder:
             show_progress_bar = len(batches) > 8
         results: list[np.ndarray | None] = [None] * len(rows)
         progress = _progress(batches, show_progress_bar, "documents" if task == "document" else "queries")
+        scheme = self.config.int8_scheme
+        if precision in ("int8", "uint8") and scheme == "tanh":
+            normalize = False  # the tanh scheme codes the raw chunk vector
         with torch.inference_mode():
             for batch_indices in progress:
                 features = self.processor.pad([rows[i] for i in batch_indices])
@@ -228,7 +238,7 @@ class ContextEmbedder:
                 for row, i in enumerate(batch_indices):
                     results[i] = vectors[row, : rows[i]["num_chunks"]]
         if precision != "float32":
-            results = [quantize(v, precision, self.config.int8_clip_sigmas) for v in results]
+            results = [quantize(v, precision, self.config.int8_clip_sigmas, scheme) for v in results]
         return results
 
     def _convert(self, array: np.ndarray, convert_to_tensor: bool):

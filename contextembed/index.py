@@ -6,7 +6,7 @@ Layout (written by `contextembed encode`):
 - `chunks.jsonl`: one JSON object per row, in the same order: `doc` (document index), `path` (relative to
   the corpus root, for display), `chunk` (index within the document), `start`, `end` (character offsets
   into the document's text) and `text` (the chunk's text);
-- `index.json`: `format_version`, `model`, `output_dim`, `precision`, `int8_clip_sigmas`, `chunker`,
+- `index.json`: `format_version`, `model`, `output_dim`, `precision`, `int8_clip_sigmas`, `int8_scheme`, `chunker`,
   `num_documents`, `num_chunks` and the document paths.
 
 Everything `search` shows comes from these three files. An index is written into a staging folder beside the

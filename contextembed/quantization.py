@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from contextembed.modeling.configuration_contextembed import PRECISIONS
+from contextembed.modeling.configuration_contextembed import INT8_SCHEMES, PRECISIONS
 
 
 def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
@@ -24,15 +24,18 @@ def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
     return 127.0 * math.sqrt(dim) / clip_sigmas
 
 
-def quantize(embeddings: np.ndarray, precision: str, clip_sigmas: float = 5.0) -> np.ndarray:
+def quantize(embeddings: np.ndarray, precision: str, clip_sigmas: float = 5.0, scheme: str = "unit") -> np.ndarray:
     """Code float vectors (..., d) at `precision`; the same vector always gets the same code.
 
-    int8: `clip(round(x * 127 * sqrt(d) / clip_sigmas), -127, 127)`; uint8: that plus 128.
+    int8, `scheme="unit"` (unit vectors): `clip(round(x * 127 * sqrt(d) / clip_sigmas), -127, 127)`;
+    `scheme="tanh"` (unnormalised vectors, Perplexity's pplx-embed): `round(tanh(x) * 127)`; uint8: int8 plus 128.
     ubinary: sign bits `x > 0` packed into d/8 uint8; binary: the same bytes minus 128, as int8.
 
     >>> x = np.array([[0.5, -0.5, 0.5, -0.5]], dtype=np.float32)
     >>> quantize(x, "int8", clip_sigmas=2.0).tolist()
     [[64, -64, 64, -64]]
+    >>> quantize(np.array([[3.0, -0.5, 0.004, 0.0]]), "int8", scheme="tanh").tolist()
+    [[126, -59, 1, 0]]
     >>> quantize(x, "uint8", clip_sigmas=2.0).tolist()
     [[192, 64, 192, 64]]
     >>> quantize(np.array([[1, -1, 1, 1, -1, -1, -1, 1.0]]), "ubinary").tolist()
@@ -44,8 +47,11 @@ def quantize(embeddings: np.ndarray, precision: str, clip_sigmas: float = 5.0) -
     if precision == "float32":
         return embeddings
     dim = embeddings.shape[-1]
+    if scheme not in INT8_SCHEMES:
+        raise ValueError(f"scheme must be one of {INT8_SCHEMES}, got {scheme!r}")
     if precision in ("int8", "uint8"):
-        codes = np.clip(np.rint(embeddings * int8_scale(dim, clip_sigmas)), -127, 127).astype(np.int8)
+        scaled = np.tanh(embeddings) * 127.0 if scheme == "tanh" else embeddings * int8_scale(dim, clip_sigmas)
+        codes = np.clip(np.rint(scaled), -127, 127).astype(np.int8)
         return codes if precision == "int8" else (codes.astype(np.int16) + 128).astype(np.uint8)
     if dim % 8:
         raise ValueError(f"binary precision needs a dimension divisible by 8, got {dim}")

@@ -13,6 +13,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 POOLING_MODES = ("mean",)
+INT8_SCHEMES = ("unit", "tanh")
 DEFAULT_CHUNK_TOKEN = "<|chunk_sep|>"
 
 
@@ -58,6 +59,9 @@ class ContextEmbedConfig(PreTrainedConfig):
         int8_clip_sigmas (`float`, *optional*, defaults to `5.0`):
             The fixed int8 scheme: a unit vector of size d is coded as
             `clip(round(x * 127 * sqrt(d) / int8_clip_sigmas), -127, 127)`.
+        int8_scheme (`str`, *optional*, defaults to `"unit"`):
+            `"unit"` codes unit vectors with `int8_clip_sigmas` as above; `"tanh"` codes the unnormalised chunk
+            vector as `round(tanh(x) * 127)` (Perplexity's pplx-embed scheme, for converted checkpoints).
     """
 
     model_type = "contextembed"
@@ -82,6 +86,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         bidirectional: bool = True,
         default_precision: str = "float32",
         int8_clip_sigmas: float = 5.0,
+        int8_scheme: str = "unit",
         **kwargs,
     ):
         if isinstance(text_config, dict):
@@ -112,6 +117,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         self.bidirectional = bidirectional
         self.default_precision = default_precision
         self.int8_clip_sigmas = int8_clip_sigmas
+        self.int8_scheme = int8_scheme
         super().__init__(**kwargs)
         self._validate()
 
@@ -178,6 +184,8 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
         if not _is_int(self.window_head_tokens) or self.window_head_tokens < 0:
             raise ValueError(f"window_head_tokens must be a non-negative integer, got {self.window_head_tokens!r}")
+        if self.int8_scheme not in INT8_SCHEMES:
+            raise ValueError(f"int8_scheme must be one of {INT8_SCHEMES}, got {self.int8_scheme!r}")
         if not self.int8_clip_sigmas > 0:
             raise ValueError(f"int8_clip_sigmas must be positive, got {self.int8_clip_sigmas!r}")
 
@@ -200,4 +208,4 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-__all__ = ["ContextEmbedConfig", "PRECISIONS"]
+__all__ = ["ContextEmbedConfig", "INT8_SCHEMES", "PRECISIONS"]

@@ -306,9 +306,12 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "train_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
     torch.manual_seed(config.seed)
+    base = ContextEmbedModel.from_pretrained(checkpoint, dtype=torch.float32)
+    if config.qat_fraction > 0 and base.config.int8_scheme != "unit":
+        raise ValueError(f"int8 QAT trains the unit-vector int8 scheme, and {checkpoint} codes with "
+                         f"int8_scheme={base.config.int8_scheme!r}: set qat_fraction to 0")
     documents = read_documents(data)
     processor = ContextEmbedProcessor.from_pretrained(checkpoint)
-    base = ContextEmbedModel.from_pretrained(checkpoint, dtype=torch.float32)
     documents = _fit_length(documents, processor, config.max_document_tokens)
     model = ContextTrainingModel(base, config)
     logger.info("training %d parameters (LoRA rank %d, separator row%s)",

@@ -1,0 +1,124 @@
+"""Perplexity's pplx-embed-context-v1 checkpoints as contextembed checkpoints, without remote code.
+
+A pplx-embed-context-v1 folder (0.6B or 4B) holds a plain Qwen3 state dict (`embed_tokens.*`, `layers.N.*`,
+`norm.*`: no prefix, no head, no projection) under `model_type="bidirectional_pplx_qwen3"`, whose `auto_map`
+points at the repository's own modeling code. What that code does, and what is kept here:
+
+- attention is bidirectional: stock `Qwen3Model` with `is_causal=False` (`ContextEmbedConfig(bidirectional=True)`);
+- chunks are joined by the tokenizer's existing `<|endoftext|>` (id 151643), not a new token, and each chunk's
+  vector is the mean of its own tokens' final states (separators excluded); no prefixes, no special tokens;
+- int8 is `round(tanh(x) * 127)` of the unnormalised vector (`int8_scheme="tanh"`).
+
+Sources (read, not run): the model card and `modeling.py` of perplexity-ai/pplx-embed-context-v1-0.6b as described
+by the ports that reimplement it (text-embeddings-inference's `Pplx1Model`, mean pooling only; an ONNX late-chunking
+client splitting at `<|endoftext|>` and averaging each span). Parity with the real weights is not verified here
+(no Hub access): only against an independent reimplementation of that pooling on a tiny checkpoint laid out the
+same way (tests/test_convert.py).
+
+Differences that remain: a chunk containing the literal text `<|endoftext|>` is tokenised as text here (the
+original splits it as a separator); float vectors come back L2-normalised unless `normalize=False` (the original
+returns them raw; the direction is the same).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, Qwen3Config, Qwen3Model
+from transformers.utils import logging as hf_logging
+
+from contextembed.checkpoint import save_checkpoint
+from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
+
+PPLX_MODEL_TYPES = ("bidirectional_pplx_qwen3",)
+PPLX_SEPARATOR = "<|endoftext|>"
+# Keys of the pplx config.json that describe its remote code, not the Qwen3 backbone.
+REMOTE_CODE_KEYS = ("auto_map", "architectures", "use_bidirectional_attention", "model_type", "transformers_version")
+MAX_SEQ_LENGTH = 32768  # the card's context length
+
+
+def is_pplx_checkpoint(path: str | Path) -> bool:
+    """Whether a folder is a pplx-embed-context-v1 checkpoint (by its config.json's `model_type`)."""
+    config = Path(path) / "config.json"
+    return config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("model_type") in PPLX_MODEL_TYPES
+
+
+def convert_pplx(
+    source: str | Path, output_dir: str | Path | None = None, *, source_id: str | None = None
+) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
+    """Build a contextembed checkpoint from a local pplx-embed-context-v1 folder; save it when `output_dir` is given.
+
+    The weights are loaded strictly (a missing or unexpected tensor is an error), in float32 as published.
+    `source_id` (e.g. the Hub id) goes into the card's `base_model`.
+    """
+    source = Path(source)
+    config_file = source / "config.json"
+    if not config_file.is_file():
+        raise ValueError(f"{source} has no config.json: not a checkpoint folder")
+    raw = json.loads(config_file.read_text(encoding="utf-8"))
+    if raw.get("model_type") not in PPLX_MODEL_TYPES:
+        raise ValueError(f"{source} is not a pplx-embed-context-v1 checkpoint: config.json has model_type="
+                         f"{raw.get('model_type')!r}, expected one of {PPLX_MODEL_TYPES}")
+    try:
+        text_config = Qwen3Config(**{k: v for k, v in raw.items() if k not in REMOTE_CODE_KEYS})
+    except Exception as error:  # huggingface_hub's strict-dataclass validation errors are not ValueErrors
+        raise ValueError(f"the config.json of {source} is not a valid Qwen3 config: {error}") from error
+
+    # trust_remote_code=False: the folder's config names remote code, and transformers would otherwise ask about it.
+    with _quiet_transformers():  # "a model of type bidirectional_pplx_qwen3 ... of type ...": expected here
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+    separator_id = tokenizer.convert_tokens_to_ids(PPLX_SEPARATOR)
+    if separator_id is None or separator_id == tokenizer.unk_token_id:
+        raise ValueError(f"the tokenizer in {source} has no {PPLX_SEPARATOR!r} token, the pplx chunk separator")
+    positions = text_config.max_position_embeddings
+    config = ContextEmbedConfig(
+        text_config=text_config,
+        chunk_token=PPLX_SEPARATOR,
+        chunk_token_id=separator_id,
+        ignore_token_ids=[i for i in tokenizer.all_special_ids if i not in (separator_id, tokenizer.unk_token_id)],
+        max_seq_length=min(positions, MAX_SEQ_LENGTH) if positions else MAX_SEQ_LENGTH,
+        bidirectional=True,
+        int8_scheme="tanh",
+    )
+
+    with torch.device("meta"):  # the backbone below replaces this one: no second copy of the weights in memory
+        model = ContextEmbedModel(config)
+    with _quiet_transformers():
+        backbone, info = Qwen3Model.from_pretrained(source, config=config.text_config, dtype=torch.float32,
+                                                    output_loading_info=True)
+    problems = {name: sorted(info.get(name) or ()) for name in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+    problems = {name: keys for name, keys in problems.items() if keys}
+    if problems:
+        listed = "; ".join(f"{len(keys)} {name.replace('_', ' ')} ({', '.join(map(str, keys[:3]))})"
+                           for name, keys in problems.items())
+        raise ValueError(f"the weights in {source} are not a Qwen3 backbone laid out as pplx-embed-context-v1: "
+                         f"{listed}")
+    model.backbone = backbone
+    model.eval()
+
+    tokenizer.model_max_length = config.max_seq_length
+    processor = ContextEmbedProcessor(tokenizer, chunk_token=PPLX_SEPARATOR, max_seq_length=config.max_seq_length)
+    if output_dir is not None:
+        save_checkpoint(model, processor, output_dir, card={
+            "title": f"{source_id or source.name} (converted for contextembed)",
+            "summary": f"Perplexity's pplx-embed-context-v1 weights ({source_id or source.name}), converted by "
+                       "`contextembed convert` to load with `trust_remote_code=False`: stock Qwen3 backbone with "
+                       "bidirectional attention, chunks joined by `<|endoftext|>`, mean pooling per chunk, int8 as "
+                       "round(tanh(x) * 127). Parity with the original's remote code was checked on a tiny "
+                       "checkpoint of the same layout, not on these weights.",
+            "base_model": source_id,
+        })
+    return model, processor
+
+
+@contextmanager
+def _quiet_transformers():
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
