@@ -1,6 +1,6 @@
 """Deployment backends vs torch float32 on this CPU: encoding throughput side by side, and how far vectors move.
 
-    python bench/backends.py [--docs N] [--repeats R]
+    python bench/backends.py [--docs N] [--repeats R] [--model CHECKPOINT]
 
 The default model (MiniLM) is copied to a temporary folder and exported there (`contextembed export`: ONNX,
 ONNX with dynamic int8 weights, OpenVINO); torch bfloat16 weights are the fifth row. Same documents and batches
@@ -33,12 +33,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=64, help="documents from the shipped set (default 64)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--model", help="checkpoint folder to export (default: the default model; the tests pass a "
+                                        "tiny one)")
     args = parser.parse_args()
     documents, _ = load_context_bench(shipped_dataset())
     docs = [d.sentences for d in documents[: args.docs]]
     docs += [sum((d.sentences for d in documents[i : i + 6]), []) for i in range(0, 24, 6)]  # > 512 tokens each
     with tempfile.TemporaryDirectory() as tmp:
-        path = shutil.copytree(default_model_path(), Path(tmp) / "model")
+        path = shutil.copytree(args.model or default_model_path(), Path(tmp) / "model")
         export(path, "onnx", quantize="int8")
         export(path, "openvino")
         models = {
@@ -61,6 +63,7 @@ def main() -> int:
                       "max_abs_diff": float(np.abs(vectors[name] - reference).max())}
     n_tokens = sum(len(r["input_ids"]) for r in models["torch float32"].processor.tokenize_documents(docs))
     lines = [
+        f"Model: {'the default model (MiniLM)' if args.model is None else Path(args.model).name}. "
         f"{len(docs)} documents ({len(docs) - args.docs} of them longer than the 512-token window), {len(reference)} "
         f"chunks, {n_tokens} tokens; native bf16 on this CPU: {native_bf16('cpu')}. Throughput ratio = torch "
         "float32 time / backend time (> 1: faster); cosine and max |diff| of each chunk vector against torch float32.",

@@ -66,6 +66,7 @@ class ContextEmbedder:
         """
         from contextembed.hub import resolve_checkpoint
 
+        weights_dtype = resolve_dtype(dtype, device)  # a bad dtype is named before any download
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
         if backend != "torch":
@@ -86,8 +87,8 @@ class ContextEmbedder:
             if attn_implementation is not None:
                 raise ValueError("attn_implementation cannot be set when a pplx checkpoint is converted on load")
             model, processor = convert_pplx(path)
-            return cls(model.to(resolve_dtype(dtype, device)), processor, device=device)
-        kwargs = {"dtype": resolve_dtype(dtype, device)}
+            return cls(model.to(weights_dtype), processor, device=device)
+        kwargs = {"dtype": weights_dtype}
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
         model = ContextEmbedModel.from_pretrained(path, **kwargs)

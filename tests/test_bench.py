@@ -20,13 +20,13 @@ CASES = {
     "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],
     "ray_data": ["ray_data.py", "--docs", "4", "--repeats", "1"],
     "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
-    "backends": ["backends.py", "--docs", "4", "--repeats", "1"],
+    "backends": ["backends.py", "--docs", "4", "--repeats", "1", "--model", "{tiny}"],
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_benchmark_runs(name, default_model_cache, tmp_path, monkeypatch):
-    script, *args = CASES[name]
+def test_benchmark_runs(name, default_model_cache, built, tmp_path, monkeypatch):
+    script, *args = (arg.format(tiny=built["bert"][0]) for arg in CASES[name])
     env = {**__import__("os").environ, "CONTEXTEMBED_BENCH_RESULTS": str(tmp_path)}
     result = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
                             timeout=300)

@@ -44,7 +44,7 @@ def example_inputs(batch: int, seq_len: int, num_chunks: int, vocab_size: int, s
 
     >>> ids, mask, cids, cmask = example_inputs(2, 9, 3, vocab_size=50)
     >>> mask.tolist()[1], cids.tolist()[1], cmask.shape
-    ([1, 1, 1, 1, 1, 1, 0, 0, 0], [-1, 0, 1, 2, 2, 2, -1, -1, -1], torch.Size([2, 3]))
+    ([1, 1, 1, 1, 1, 1, 0, 0, 0], [-1, 0, 0, 1, 1, 2, -1, -1, -1], torch.Size([2, 3]))
     """
     generator = torch.Generator().manual_seed(seed)
     input_ids = torch.randint(5, vocab_size, (batch, seq_len), generator=generator)
