@@ -272,6 +272,19 @@ TEMPLATES = {
          "When are fees due at the {e}?", "When must lockers be emptied at the {e}?",
          "What happens to members of the {e} who miss three meetings?", "Where are pets allowed at the {e}?",
          "When does the bar of the {e} close on weekdays?", "How long can equipment be borrowed from the {e}?"]),
+    # Added for the third run: an address with a number as the entity, and other details (tenant, date, rent) that
+    # also differ between the documents of a family, so a clause must carry the one detail its question names.
+    "tenancy": (
+        ["Tenancy agreement for the flat at {e}.", "The tenant, {city} {city2}, moves in on {month} 1, {year}.",
+         "The rent is {rent} dollars a month."],
+        ["The tenant pays the water and gas bills.", "The landlord repairs the heating within two days.",
+         "Rent is paid on the first day of each month.", "Subletting a room needs written consent.",
+         "The deposit is returned within thirty days of moving out.", "Small pets are allowed for a cleaning fee.",
+         "The landlord looks after the garden.", "Either side may end the tenancy with two months' notice."],
+        ["Who pays the water and gas bills at {e}?", "How fast is the heating repaired at {e}?",
+         "When is the rent due for the flat at {e}?", "Can a room be sublet at {e}?",
+         "When is the deposit returned for {e}?", "Are pets allowed in the flat at {e}?",
+         "Who looks after the garden at {e}?", "How much notice ends the tenancy at {e}?"]),
 }
 # Shared text between the opening and the clauses (the same in every document of a family, 0-10 sentences drawn per
 # family), so the entity is often far from the clause the question is about, as in real contracts and manuals.
@@ -287,6 +300,7 @@ FILLER = [
 ]
 SYLLABLES = ("ka", "lo", "mer", "vin", "dra", "sel", "tor", "bri", "nam", "qua", "rex", "fol", "gan", "pir", "zu",
              "hal", "ost", "len", "cor", "tia")
+STREETS = ("Street", "Road", "Lane", "Avenue", "Drive", "Court")
 KIND_NOUNS = {"policy": ("Ltd", "Group", "Partners", "Works"), "manual": ("blender", "kettle", "heater", "fan"),
               "club": ("Rowing Club", "Chess Club", "Tennis Club", "Cycling Club")}
 
@@ -315,6 +329,8 @@ def template_documents(families_per_kind: int = 60, documents_per_family: int = 
                 values = {**details, "e": entity, "alias": _name(rng).capitalize(), "maker": _name(rng).capitalize(),
                           "year": str(rng.randint(1950, 2020)), "people": f"{rng.randint(2, 90)},000",
                           "city": _name(rng).capitalize(), "city2": _name(rng).capitalize()}
+                if kind == "tenancy":  # drawn only here, so the other kinds' documents stay as they were
+                    values["rent"] = f"{rng.randint(6, 40) * 100:,}"
                 lines = [line.format(**values) for line in opening] + filler + [clauses[i] for i in order]
                 first = len(opening) + len(filler)
                 body = list(range(first, len(lines)))
@@ -337,6 +353,8 @@ def _entity(kind: str, rng: random.Random) -> str:
         return f"{rng.randint(1, 9)}.{rng.randint(0, 19)}"
     if kind == "profile":
         return f"{_name(rng).capitalize()} {_name(rng).capitalize()}"
+    if kind == "tenancy":
+        return f"{rng.randint(1, 199)} {_name(rng).capitalize()} {rng.choice(STREETS)}"
     if kind in KIND_NOUNS:
         suffix = rng.choice(KIND_NOUNS[kind])
         return f"{_name(rng).capitalize()} {suffix}"
