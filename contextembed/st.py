@@ -37,9 +37,12 @@ class ContextEmbedSentenceTransformer(SentenceTransformer):
         """`SentenceTransformer.save`, then the two things sentence-transformers 6 changes put back: the module paths
         that 5.7 imports too (6.x writes `sentence_transformers.base.modules.normalize.Normalize`, which 5.7 lacks)
         and the `requirements` block (6.x reads it on load but does not write it back), so the folder still says it
-        needs `contextembed` and still loads in sentence-transformers 5.7."""
+        needs `contextembed` and still loads in sentence-transformers 5.7; files are made readable by others."""
+        from contextembed.checkpoint import make_readable
+
         super().save(path, *args, **kwargs)
         restore_portable_files(Path(path))
+        make_readable(Path(path))  # transformers writes the weights 0600
 
 
 def restore_portable_files(path: Path) -> None:

@@ -186,6 +186,23 @@ class TestFreshProcess:
         assert payload["shapes"] == [[3, 16], [1, 16]]
         assert payload["diff"] <= 1e-5
 
+    @pytest.mark.parametrize("saver", ["contextembed", "sentence-transformers"])
+    def test_a_re_saved_folder_loads_with_trust_off_and_holds_no_machine_path(self, built, tmp_path, saver):
+        path = built["qwen3"][0]
+        out = tmp_path / "resaved"
+        if saver == "contextembed":
+            contextembed.load(path).save_pretrained(out)
+        else:
+            ContextEmbedSentenceTransformer(str(path), device="cpu").save(str(out))
+        for file in out.rglob("*.json"):
+            assert str(path.parent) not in file.read_text() and str(tmp_path) not in file.read_text(), file
+        for item in [out, *out.rglob("*")]:
+            assert item.stat().st_mode & 0o044 == 0o044, item
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(FRESH_PROCESS), str(out)],
+                                capture_output=True, text=True, check=True, env=_offline_env())
+        payload = json.loads(result.stdout.strip().splitlines()[-1])
+        assert payload["shapes"] == [[3, 16], [1, 16]] and payload["diff"] <= 1e-5
+
     def test_without_import_transformers_names_the_unknown_model_type(self, built):
         result = subprocess.run([sys.executable, "-c", WITHOUT_IMPORT, str(built["bert"][0])],
                                 capture_output=True, text=True, env=_offline_env())
