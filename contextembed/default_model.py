@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODEL_NAME = "contextembed-all-MiniLM-L6-v2"
 PREVIEW_MODEL_NAME = "contextembed-all-MiniLM-L6-v2-contextual-preview"
 # Bump when the build recipe or the delta changes, so caches from older recipes are not reused.
-BUILD_VERSION = 5
+BUILD_VERSION = 6
 WINDOW_HEAD_TOKENS = 0
 # Where the separator's row starts (measured on the shipped sets against the mean embedding, see the card).
 SEPARATOR_INIT = "."

@@ -46,7 +46,7 @@ def test_lease_questions_reproduce_the_published_counts(default_model_cache, cap
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
     published = re.search(r"puts the right copy first\s+\*\*(\d+)/30\*\*\s+times at 512-token", readme)
     carried = re.search(r"\*\*(\d+)/30\*\*\s+and\s+\*\*(\d+)/30\*\*\s+with 256- and 128-token", readme)
-    preview = re.search(r"contextual preview does worse here \(\*\*(\d+)/30\*\*\)", readme)
+    preview = re.search(r"contextual preview gets \*\*(\d+)/30\*\* at 512-token windows", readme)
     assert published and carried and preview, "the README no longer states the lease counts"
     assert counts[0] == int(published.group(1))
     assert counts[2:4] == [int(carried.group(1)), int(carried.group(2))]

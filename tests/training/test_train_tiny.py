@@ -50,8 +50,10 @@ def trained(built, tmp_path_factory):
     out = tmp_path_factory.mktemp("train")
     documents, chunk_lists, queries = tiny_family()
     write_documents(out / "data.jsonl", documents)
-    config = TrainConfig(seed=0, max_steps=120, batch_size=8, learning_rate=2e-2, lora_rank=8, lora_alpha=8,
-                         save_steps=40, soup_size=2, logging_steps=10, bf16=False, qat_fraction=0.25,
+    # 200 steps: at 120 the task ended at 6/8 when this file ran after four other test files in one process (not
+    # alone, not in the full suite; the cause was not found), which is not "solved".
+    config = TrainConfig(seed=0, max_steps=200, batch_size=8, learning_rate=2e-2, lora_rank=8, lora_alpha=8,
+                         save_steps=50, soup_size=2, logging_steps=10, bf16=False, qat_fraction=0.25,
                          chunking_weights={"sentences": 1.0}, temperature=0.1, warmup_ratio=0.0)
     checkpoint = train(built["bert"][0], out / "data.jsonl", out / "run", config)
     return out, checkpoint, chunk_lists, queries
