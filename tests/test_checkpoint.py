@@ -224,13 +224,11 @@ SentenceTransformer(sys.argv[1], device="cpu")
 
 
 class TestRequirements:
+    @pytest.mark.skipif(int(__import__("sentence_transformers").__version__.split(".")[0]) < 6,
+                        reason="sentence-transformers < 6 does not read `requirements`")
     def test_st6_says_to_install_contextembed_when_it_is_missing(self, built):
         """sentence-transformers >= 6 checks the checkpoint's `requirements` before loading anything: without the
         package, the error names it and why, instead of transformers' "upgrade transformers" advice."""
-        import sentence_transformers
-
-        if int(sentence_transformers.__version__.split(".")[0]) < 6:
-            pytest.skip("sentence-transformers < 6 does not read `requirements`")
         result = subprocess.run([sys.executable, "-c", NOT_INSTALLED, str(built["bert"][0])], capture_output=True,
                                 text=True, env=_offline_env())
         assert result.returncode != 0
