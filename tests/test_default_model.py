@@ -31,7 +31,7 @@ def test_checkpoints_are_cached_and_their_cards_are_honest(default_model_cache):
                  "base_model: sentence-transformers/all-MiniLM-L6-v2"):
         assert fact in card
     preview = (preview_model_path() / "README.md").read_text()
-    assert "fine-tuned for contextual chunk embeddings" in preview and "worse on the example leases" in preview
+    assert "fine-tuned for contextual chunk embeddings" in preview and "worse on plain retrieval" in preview
 
 
 def test_the_preview_is_the_default_with_the_packaged_delta(default_model_cache):
