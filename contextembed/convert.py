@@ -31,7 +31,12 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3Model
 from transformers.utils import logging as hf_logging
 
 from contextembed.checkpoint import save_checkpoint
-from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
+from contextembed.modeling import (
+    ContextEmbedConfig,
+    ContextEmbedModel,
+    ContextEmbedProcessor,
+)
+from contextembed.modeling.modeling_contextembed import loading_problems
 
 PPLX_MODEL_TYPES = ("bidirectional_pplx_qwen3",)
 PPLX_SEPARATOR = "<|endoftext|>"
@@ -89,13 +94,10 @@ def convert_pplx(
     with _quiet_transformers():
         backbone, info = Qwen3Model.from_pretrained(source, config=config.text_config, dtype=torch.float32,
                                                     output_loading_info=True)
-    problems = {name: sorted(info.get(name) or ()) for name in ("missing_keys", "unexpected_keys", "mismatched_keys")}
-    problems = {name: keys for name, keys in problems.items() if keys}
+    problems = loading_problems(info)
     if problems:
-        listed = "; ".join(f"{len(keys)} {name.replace('_', ' ')} ({', '.join(map(str, keys[:3]))})"
-                           for name, keys in problems.items())
         raise ValueError(f"the weights in {source} are not a Qwen3 backbone laid out as pplx-embed-context-v1: "
-                         f"{listed}")
+                         f"{problems}")
     model.backbone = backbone
     model.eval()
 

@@ -272,6 +272,27 @@ def cut_and_normalize(
     return embeddings
 
 
+def pad_token_id(config: ContextEmbedConfig) -> int:
+    """The id that pads window batches: the backbone's pad token, else 0 (padding is masked either way)."""
+    pad = getattr(config.text_config, "pad_token_id", None)
+    return pad if isinstance(pad, int) else 0
+
+
+def loading_problems(info: dict) -> str | None:
+    """What `from_pretrained(..., output_loading_info=True)` found wrong with the weights, in one line, or `None`.
+
+    >>> loading_problems({"missing_keys": ["b", "a"], "unexpected_keys": []})
+    '2 missing keys (a, b)'
+    """
+    problems = {
+        name: sorted(str(key) for key in info.get(name) or ())
+        for name in ("missing_keys", "unexpected_keys", "mismatched_keys")
+    }
+    listed = [f"{len(keys)} {name.replace('_', ' ')} ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''})"
+              for name, keys in problems.items() if keys]
+    return "; ".join(listed) or None
+
+
 class ContextEmbedPreTrainedModel(PreTrainedModel):
     config_class = ContextEmbedConfig
     base_model_prefix = "backbone"
@@ -310,18 +331,10 @@ class ContextEmbedPreTrainedModel(PreTrainedModel):
                 f"cannot read the weights of {str(pretrained_model_name_or_path)!r} (model.safetensors is damaged "
                 f"or truncated): {error}"
             ) from error
-        problems = {
-            name: sorted(str(key) for key in info.get(name) or ())
-            for name in ("missing_keys", "unexpected_keys", "mismatched_keys")
-        }
-        problems = {name: keys for name, keys in problems.items() if keys}
+        problems = loading_problems(info)
         if problems:
-            listed = "; ".join(
-                f"{len(keys)} {name.replace('_', ' ')} ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''})"
-                for name, keys in problems.items()
-            )
             raise ValueError(
-                f"the weights of {str(pretrained_model_name_or_path)!r} do not match its config.json: {listed}"
+                f"the weights of {str(pretrained_model_name_or_path)!r} do not match its config.json: {problems}"
             )
         return (model, info) if return_info else model
 
@@ -393,7 +406,7 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         sums, counts = late_chunk_sums(
             core, input_ids, token_mask, chunk_ids, chunk_mask.shape[1], window,
             width=self.config.text_config.hidden_size, head_tokens=self.config.window_head_tokens,
-            overlap=self.config.window_overlap, pad_id=self._pad_id(), token_type_ids=token_type_ids,
+            overlap=self.config.window_overlap, pad_id=pad_token_id(self.config), token_type_ids=token_type_ids,
         )
         hidden = outputs[0].last_hidden_state if whole_batch and outputs else None
         all_hidden = getattr(outputs[0], "hidden_states", None) if whole_batch and outputs else None
@@ -478,9 +491,6 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         return self.backbone(input_ids=input_ids, attention_mask=mask, return_dict=True, **extra, **kwargs)
 
-    def _pad_id(self) -> int:
-        pad = getattr(self.config.text_config, "pad_token_id", None)
-        return pad if isinstance(pad, int) else 0
 
 
 __all__ = [
@@ -493,5 +503,7 @@ __all__ = [
     "document_windows",
     "late_chunk_mean",
     "late_chunk_sums",
+    "loading_problems",
+    "pad_token_id",
     "plan_windows",
 ]

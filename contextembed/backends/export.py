@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contextembed.backends.core import INPUT_NAMES, OUTPUT_NAMES, ChunkSumsCore, example_inputs
+from contextembed.backends.core import (
+    INPUT_NAMES,
+    OUTPUT_NAMES,
+    ChunkSumsCore,
+    example_inputs,
+)
+from contextembed.backends.runtime import core_runner
 from contextembed.checkpoint import make_readable
 from contextembed.modeling import ContextEmbedModel
 
@@ -54,18 +60,18 @@ def export(checkpoint_dir: str | Path, format: str = "onnx", quantize: str | Non
     core = ChunkSumsCore(model).eval()
     with tempfile.TemporaryDirectory() as tmp:
         onnx_file = _export_onnx(core, Path(tmp) / "model.onnx")
-        check_parity(core, _onnx_runner(onnx_file), FLOAT_TOLERANCE)
+        check_parity(core, core_runner("onnx", onnx_file), FLOAT_TOLERANCE)
         if format == "onnx":
             if quantize == "int8":
                 int8_file = _quantize_int8(onnx_file, Path(tmp) / "model_qint8.onnx")
-                check_parity(core, _onnx_runner(int8_file), None)
+                check_parity(core, core_runner("onnx", int8_file), None)
                 _install(int8_file, checkpoint_dir / ONNX_INT8_FILE)
             written = _install(onnx_file, checkpoint_dir / ONNX_FILE)
             if quantize == "int8":
                 written = checkpoint_dir / ONNX_INT8_FILE
         else:
             ov_file = _convert_openvino(onnx_file, Path(tmp) / "openvino" / "openvino_model.xml")
-            check_parity(core, _openvino_runner(ov_file), FLOAT_TOLERANCE)
+            check_parity(core, core_runner("openvino", ov_file), FLOAT_TOLERANCE)
             written = _install(ov_file, checkpoint_dir / OPENVINO_FILE)
     make_readable(checkpoint_dir)
     return written
@@ -148,17 +154,3 @@ def _install(source: Path, target: Path) -> Path:
         if (source.parent / name).is_file():
             shutil.move(str(source.parent / name), str(target.parent / name))
     return target
-
-
-def _onnx_runner(path: Path):
-    from contextembed.backends.runtime import onnx_session
-
-    session = onnx_session(path)
-    return lambda inputs: session.run(None, dict(zip(INPUT_NAMES, inputs)))
-
-
-def _openvino_runner(path: Path):
-    from contextembed.backends.runtime import openvino_model
-
-    compiled = openvino_model(path)
-    return lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())

@@ -15,24 +15,30 @@ import torch
 
 from contextembed.backends.core import INPUT_NAMES
 from contextembed.modeling import ContextEmbedConfig
-from contextembed.modeling.modeling_contextembed import ContextEmbedOutput, cut_and_normalize, late_chunk_sums
+from contextembed.modeling.modeling_contextembed import (
+    ContextEmbedOutput,
+    cut_and_normalize,
+    late_chunk_sums,
+    pad_token_id,
+)
 
 BACKENDS = ("torch", "onnx", "openvino")
 DEFAULT_FILES = {"onnx": "onnx/model.onnx", "openvino": "openvino/openvino_model.xml"}
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "openvino")}
 
 
-def onnx_session(path: str | Path):
-    import onnxruntime
+def core_runner(backend: str, path: str | Path):
+    """`run(inputs) -> (chunk_sums, chunk_counts)` for an exported core: numpy arrays in `INPUT_NAMES` order."""
+    if backend == "onnx":
+        import onnxruntime
 
-    return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-
-
-def openvino_model(path: str | Path):
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return lambda inputs: session.run(None, dict(zip(INPUT_NAMES, inputs)))
     import openvino as ov
 
     # float32 inference: on CPUs with bf16 units OpenVINO would otherwise compute in bfloat16 by default.
-    return ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    compiled = ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    return lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())
 
 
 class BackendModel:
@@ -45,12 +51,7 @@ class BackendModel:
         self.config = config
         self.backend = backend
         self.file = file
-        if backend == "onnx":
-            session = onnx_session(file)
-            self._run = lambda inputs: session.run(None, dict(zip(INPUT_NAMES, inputs)))
-        else:
-            compiled = openvino_model(file)
-            self._run = lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())
+        self._run = core_runner(backend, file)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, backend: str, file_name: str | None = None) -> BackendModel:
@@ -96,7 +97,7 @@ class BackendModel:
         sums, counts = late_chunk_sums(
             self._core, input_ids, token_attention_mask, chunk_ids, attention_mask.shape[1], window,
             width=self.config.full_dim, head_tokens=self.config.window_head_tokens,
-            overlap=self.config.window_overlap, pad_id=_pad_id(self.config),
+            overlap=self.config.window_overlap, pad_id=pad_token_id(self.config),
         )
         embeddings = cut_and_normalize(sums / counts.clamp(min=1.0).unsqueeze(-1), self.config, output_dim, normalize)
         embeddings = embeddings * attention_mask.unsqueeze(-1).to(embeddings.dtype)
@@ -113,8 +114,3 @@ class BackendModel:
 
 def _int64(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().cpu().to(torch.int64).numpy()
-
-
-def _pad_id(config: ContextEmbedConfig) -> int:
-    pad = getattr(config.text_config, "pad_token_id", None)
-    return pad if isinstance(pad, int) else 0
