@@ -42,6 +42,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output", type=Path, help="training file to write (JSON lines)")
     parser.add_argument("--python-docs", type=Path, help="the html/_sources folder of python3.11-doc")
+    parser.add_argument("--python-docs-max-chars", type=int, default=4800,
+                        help="sections are grouped into documents of up to this many characters (~1,200 tokens: "
+                             "longer than the model's 512-token window, so they train through its windows)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--families-per-kind", type=int, default=60)
     args = parser.parse_args()
@@ -51,7 +54,7 @@ def main() -> None:
               if key.startswith("recipes/")}
     documents = recipe_documents(titles, seed=args.seed)
     if args.python_docs:
-        documents += python_doc_documents(args.python_docs)
+        documents += python_doc_documents(args.python_docs, max_chars=args.python_docs_max_chars)
     documents += template_documents(args.families_per_kind, seed=args.seed)
     documents, dropped = exclude_evaluation_documents(documents, evaluation)
 

@@ -79,6 +79,7 @@ class TrainConfig:
     evidence_weight: float = 0.5
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
+    source_repeats: dict[str, int] = field(default_factory=dict)  # a source's batches this many times per epoch
     matryoshka_dims: list[int] | None = None  # None: the checkpoint's dims
     qat_fraction: float = 0.3
     chunking_weights: dict[str, float] = field(
@@ -110,6 +111,8 @@ class TrainConfig:
             raise ValueError(f"keep_weight must be a number >= 0, got {self.keep_weight!r}")
         if not 0 <= self.qat_fraction <= 1:
             raise ValueError(f"qat_fraction must be in [0, 1], got {self.qat_fraction!r}")
+        if any(not isinstance(n, int) or n < 1 for n in self.source_repeats.values()):
+            raise ValueError(f"source_repeats must map sources to positive integers, got {self.source_repeats}")
         if self.batch_size < 2:
             raise ValueError("batch_size must be at least 2: the other documents of a batch are the negatives")
 
@@ -284,7 +287,15 @@ class PlannedBatches(torch.utils.data.Dataset):
         self.batches: list[list[int]] = []
         epoch = 0
         while len(self.batches) < config.max_steps:
-            self.batches += family_batches(documents, config.batch_size, seed=config.seed * 1000 + epoch)
+            seed = config.seed * 1000 + epoch
+            batches = family_batches(documents, config.batch_size, seed=seed)
+            for source, times in config.source_repeats.items():  # extra passes over one source, reshuffled
+                members = [i for i, d in enumerate(documents) if d.source == source]
+                for k in range(1, times):
+                    subset = [documents[i] for i in members]
+                    batches += [[members[j] for j in b] for b in family_batches(subset, config.batch_size, seed + k)]
+            random.Random(seed).shuffle(batches)
+            self.batches += batches
             epoch += 1
         self.seed = config.seed
 

@@ -78,3 +78,29 @@ def test_training_files_round_trip_and_are_checked(tmp_path):
     (tmp_path / "bad.jsonl").write_text(json.dumps(record) + "\n")
     with pytest.raises(ValueError, match=r"bad.jsonl:1: a span lies outside the text"):
         read_documents(tmp_path / "bad.jsonl")
+
+
+def test_the_validation_split_becomes_evaluation_sets_per_source(tmp_path):
+    import runpy
+    from pathlib import Path
+
+    build = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "build_validation_sets.py"))["build"]
+    documents = template_documents(families_per_kind=1, documents_per_family=3, seed=0)
+    write_documents(tmp_path / "data.validation.jsonl", documents)
+    sets = build(tmp_path / "data.validation.jsonl")
+    assert set(sets) == {"templates"}
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    for name, rows in zip(("documents.jsonl", "queries.jsonl"), sets["templates"]):
+        (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    loaded_documents, queries = load_context_bench(folder)  # the loader cross-checks every reference
+    assert len(loaded_documents) == len(documents)
+    assert len(queries) == sum(len(d.queries) for d in documents)
+    by_id = {d.id: d for d in documents}
+    for query in queries[:10]:  # an answer sentence holds the answer span's text
+        document = by_id[query.targets[0]]
+        source = next(q for q in document.queries if q.text == query.query)
+        answer_text = document.text[slice(*source.answer[0])]
+        sentences = [document.text[s:e] for s, e in document.sentences]
+        assert any(answer_text in sentences[int(ref.split("#")[1])] or sentences[int(ref.split("#")[1])] in answer_text
+                   for ref in query.answers)

@@ -155,3 +155,18 @@ def test_the_keep_loss_compares_with_the_starting_model(built):
     assert out["l_keep"] > 0
     out["loss"].backward()
     assert model.separator.grad is not None
+
+
+def test_source_repeats_add_passes_over_one_source():
+    from contextembed.training.trainer import PlannedBatches
+
+    docs = [TrainingDocument(str(i), "long" if i < 4 else "short", "long" if i < 4 else "short", "x", [(0, 1)], [],
+                             [TrainingQuery("q", [(0, 1)])]) for i in range(12)]
+    sources = lambda planned: [docs[b[0]].source for b in planned.batches[:3]]  # noqa: E731 - one epoch
+    plain = PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4))
+    repeated = PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"long": 3}))
+    assert sorted(sources(plain)[:3]) == ["long", "short", "short"]
+    assert len(repeated.batches) == 5 and sorted(docs[b[0]].source for b in repeated.batches) == ["long"] * 3 + ["short"] * 2
+    assert all(sorted(b) == [0, 1, 2, 3] for b in repeated.batches if docs[b[0]].source == "long")
+    with pytest.raises(ValueError, match="source_repeats"):
+        TrainConfig(source_repeats={"long": 0}).validate()

@@ -1,0 +1,65 @@
+"""Turn the validation split of a training file into `contextembed evaluate` sets, one per source, for tuning.
+
+    python scripts/build_training_data.py data.jsonl --python-docs ...   # also writes data.validation.jsonl
+    python scripts/build_validation_sets.py data.validation.jsonl validation/
+    contextembed evaluate validation/pydocs --model runs/default-model/checkpoint
+
+The shipped evaluation sets are for reporting; choices of a run (weights, data, steps) are to be made on these.
+Each validation document becomes a context-bench document of its sentences; each of its queries is a query
+whose answers are the sentences overlapping its answer spans and whose evidence groups are its evidence spans
+(any sentence overlapping a span recovers that group). Documents of one source share a set, so a query's
+negatives are the other validation documents of its source (for templates: its look-alike family members).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from contextembed.training.data import read_documents
+
+
+def overlapping(sentences: list[tuple[int, int]], span: tuple[int, int]) -> list[int]:
+    """Indices of the sentences that overlap a character span.
+
+    >>> overlapping([(0, 5), (6, 12), (13, 20)], (4, 7))
+    [0, 1]
+    """
+    return [i for i, (s, e) in enumerate(sentences) if s < span[1] and span[0] < e]
+
+
+def build(path: Path) -> dict[str, tuple[list[dict], list[dict]]]:
+    sets: dict[str, tuple[list[dict], list[dict]]] = defaultdict(lambda: ([], []))
+    for document in read_documents(path):
+        documents, queries = sets[document.source]
+        documents.append({"id": document.id, "sentences": [document.text[s:e] for s, e in document.sentences]})
+        ref = lambda i: f"{document.id}#{i}"  # noqa: E731
+        for number, query in enumerate(document.queries):
+            answers = sorted({i for span in query.answer for i in overlapping(document.sentences, span)})
+            if not answers:
+                continue
+            evidence = [[[ref(i)] for i in overlapping(document.sentences, span)] for span in query.evidence]
+            queries.append({"id": f"{document.id}/q{number}", "query": query.text, "targets": [document.id],
+                            "answers": [ref(i) for i in answers], "evidence": [g for g in evidence if g],
+                            "capability": document.source})
+    return dict(sets)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("validation", type=Path, help="the .validation.jsonl written by build_training_data.py")
+    parser.add_argument("output", type=Path, help="folder to write one context-bench set per source into")
+    args = parser.parse_args()
+    for source, (documents, queries) in build(args.validation).items():
+        folder = args.output / source
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, rows in (("documents.jsonl", documents), ("queries.jsonl", queries)):
+            with open(folder / name, "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        print(f"{folder}: {len(documents)} documents, {len(queries)} queries")
+
+
+if __name__ == "__main__":
+    main()
