@@ -37,9 +37,10 @@ def __getattr__(name: str):
 
 
 def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
-    """Load a checkpoint (local directory or Hub id); with no argument, the default model.
+    """Load a checkpoint (local directory or Hub id); with no argument, the default model (MiniLM trained for
+    contextual chunk embeddings).
 
-    `"contextembed-all-MiniLM-L6-v2-contextual-preview"` names the fine-tuned preview (see its card); a folder of
+    `"contextembed-all-MiniLM-L6-v2-untrained"` names its untrained baseline (see its card); a folder of
     Perplexity's pplx-embed-context-v1 is converted on load. Keyword arguments go to
     `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`, `token`, `cache_dir`, `local_files_only`,
     `attn_implementation`, and `backend="onnx"|"openvino"` with `file_name` for a graph `contextembed export`

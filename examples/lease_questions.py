@@ -1,4 +1,4 @@
-"""How often does the default model (and the fine-tuned preview) put the right lease's clause first among
+"""How often does the default model (and its untrained baseline) put the right lease's clause first among
 identical clauses?
 
 Six leases share every clause word for word; only the address, tenant, dates and amounts at the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import contextembed
 from contextembed.corpus import read_corpus
-from contextembed.default_model import PREVIEW_MODEL_NAME
+from contextembed.default_model import BASELINE_MODEL_NAME
 
 LEASES = Path(__file__).parent / "data" / "leases"
 ADDRESSES = {"harbor-street": "14 Harbor Street", "elm-avenue": "27 Elm Avenue", "mill-lane": "3 Mill Lane",
@@ -47,7 +47,7 @@ def main() -> None:
     _, documents = read_corpus(LEASES)
     total = len(QUESTIONS) * len(ADDRESSES)
     print(f"chunks encoded alone: six identical copies, a six-way tie ({total / 6:.0f}/{total} expected by chance)")
-    for name, label in ((None, "default model"), (PREVIEW_MODEL_NAME, "contextual preview")):
+    for name, label in ((None, "default model"), (BASELINE_MODEL_NAME, "untrained baseline")):
         model = contextembed.load(name)
         for window, head in SETTINGS:
             model.config.max_seq_length, model.config.window_head_tokens = window, head

@@ -25,7 +25,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter  # noqa: E40
 from llama_index.core import Document as LlamaDocument  # noqa: E402
 from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
 
-from contextembed.default_model import PREVIEW_MODEL_NAME  # noqa: E402
+from contextembed.default_model import BASELINE_MODEL_NAME  # noqa: E402
 from tests.integrations.leases import ADDRESSES, CLAUSE, QUESTION, leases  # noqa: E402
 
 
@@ -54,7 +54,7 @@ SPLITS = {"haystack passage": haystack(split_by="passage", split_length=1),
 
 def main() -> None:
     texts = leases()
-    for name in (None, PREVIEW_MODEL_NAME):
+    for name in (None, BASELINE_MODEL_NAME):
         encoder = contextembed.load(name)
         queries = encoder.encode_queries([QUESTION.format(a) for a in ADDRESSES.values()])
         results, total = [], 0

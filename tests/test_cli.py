@@ -64,7 +64,7 @@ def test_build_command(backbone_dirs, tmp_path, capsys):
         (["search", "{bad}", "rent"], "cannot read"),
         (["search", "{missing}", "rent"], "does not exist"),
         (["search", str(LEASES), "  "], "the query is empty"),
-        (["search", str(LEASES), "rent", "--output-dim", "100"], r"output_dim must be one of \[384\], got 100"),
+        (["search", str(LEASES), "rent", "--output-dim", "100"], r"output_dim must be one of \[128, 256, 384\], got 100"),
         (["search", str(LEASES), "rent", "--top-k", "0"], "--top-k must be a positive integer"),
     ],
 )

