@@ -169,8 +169,8 @@ def default_model_card_fields() -> dict:
 
 
 def baseline_model_card_fields() -> dict:
-    return _card_fields(BASELINE_MODEL_NAME, BASELINE_SUMMARY + f" Load it with `contextembed.load({BASELINE_MODEL_NAME!r})`.",
-                        BASELINE_LIMITATIONS, repr(BASELINE_MODEL_NAME))
+    summary = BASELINE_SUMMARY + f" Load it with `contextembed.load({BASELINE_MODEL_NAME!r})`."
+    return _card_fields(BASELINE_MODEL_NAME, summary, BASELINE_LIMITATIONS, repr(BASELINE_MODEL_NAME))
 
 
 def render_default_model_card() -> str:

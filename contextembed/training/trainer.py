@@ -284,15 +284,21 @@ class PlannedBatches(torch.utils.data.Dataset):
     """Step i's batch: document indices of one family, and a seed for its chunking and queries."""
 
     def __init__(self, documents: list[TrainingDocument], config: TrainConfig):
+        sources = {d.source for d in documents}
+        unknown = sorted(set(config.source_repeats) - sources)
+        if unknown:
+            raise ValueError(f"source_repeats names sources {unknown} that no training document has "
+                             f"(sources: {sorted(sources)})")
+        repeated = {source: [i for i, d in enumerate(documents) if d.source == source]
+                    for source in config.source_repeats}
         self.batches: list[list[int]] = []
         epoch = 0
         while len(self.batches) < config.max_steps:
             seed = config.seed * 1000 + epoch
             batches = family_batches(documents, config.batch_size, seed=seed)
-            for source, times in config.source_repeats.items():  # extra passes over one source, reshuffled
-                members = [i for i, d in enumerate(documents) if d.source == source]
-                for k in range(1, times):
-                    subset = [documents[i] for i in members]
+            for source, members in repeated.items():  # extra passes over one source, reshuffled
+                subset = [documents[i] for i in members]
+                for k in range(1, config.source_repeats[source]):
                     batches += [[members[j] for j in b] for b in family_batches(subset, config.batch_size, seed + k)]
             random.Random(seed).shuffle(batches)
             self.batches += batches

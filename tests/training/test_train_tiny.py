@@ -169,3 +169,5 @@ def test_source_repeats_add_passes_over_one_source():
     assert all(sorted(b) == [0, 1, 2, 3] for b in repeated.batches if docs[b[0]].source == "long")
     with pytest.raises(ValueError, match="source_repeats"):
         TrainConfig(source_repeats={"long": 0}).validate()
+    with pytest.raises(ValueError, match=r"source_repeats names sources \['wiki'\] that no training document has"):
+        PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"wiki": 2}))
