@@ -41,6 +41,16 @@ def test_evaluate_errors(tmp_path, capsys):
 def test_evaluate_a_given_folder(default_model_cache, tmp_path, capsys):
     from contextembed.evaluation.cli import shipped_dataset
 
-    assert main(["evaluate", str(shipped_dataset("recipes")), "--k", "5", "--no-progress", "--out", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "results.json").read_text())["results"]
+    recipes = tmp_path / "recipes"  # a slice of the shipped recipes: 12 documents and their queries
+    recipes.mkdir()
+    lines = (shipped_dataset("recipes") / "documents.jsonl").read_text(encoding="utf-8").splitlines()[:12]
+    kept = {json.loads(line)["id"] for line in lines}
+    queries = [line for line in (shipped_dataset("recipes") / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+               if set(json.loads(line)["targets"]) <= kept]
+    (recipes / "documents.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (recipes / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["evaluate", str(recipes), "--k", "5", "--no-progress", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())["results"]
     assert set(results) == {"recipes"} and "Answer@5" in results["recipes"]["contextual"]
+    assert results["recipes"]["contextual"]["queries"] == len(queries) > 0
