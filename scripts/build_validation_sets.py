@@ -47,18 +47,25 @@ def build(path: Path) -> dict[str, tuple[list[dict], list[dict]]]:
     return dict(sets)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("validation", type=Path, help="the .validation.jsonl written by build_training_data.py")
-    parser.add_argument("output", type=Path, help="folder to write one context-bench set per source into")
-    args = parser.parse_args()
-    for source, (documents, queries) in build(args.validation).items():
-        folder = args.output / source
+def write_sets(validation: Path, output: Path) -> dict[str, Path]:
+    """Write one context-bench folder per source under `output`; returns the folders by source."""
+    folders = {}
+    for source, (documents, queries) in build(validation).items():
+        folder = folders[source] = output / source
         folder.mkdir(parents=True, exist_ok=True)
         for name, rows in (("documents.jsonl", documents), ("queries.jsonl", queries)):
             with open(folder / name, "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         print(f"{folder}: {len(documents)} documents, {len(queries)} queries")
+    return folders
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("validation", type=Path, help="the .validation.jsonl written by build_training_data.py")
+    parser.add_argument("output", type=Path, help="folder to write one context-bench set per source into")
+    args = parser.parse_args()
+    write_sets(args.validation, args.output)
 
 
 if __name__ == "__main__":

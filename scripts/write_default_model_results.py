@@ -6,8 +6,10 @@ of the measuring commands, so the card states exactly what they printed.
     contextembed evaluate --model contextembed-all-MiniLM-L6-v2-untrained --out eval/untrained
     python examples/lease_questions.py > eval/leases.txt
     python scripts/build_validation_sets.py training-data.validation.jsonl validation
-    contextembed evaluate validation/pydocs --out eval/validation/pydocs-trained   # and -untrained, and the
-    # templates and recipes sets, each with --model contextembed-all-MiniLM-L6-v2-untrained for -untrained
+    for s in pydocs templates recipes; do
+      contextembed evaluate validation/$s --out eval/validation/$s-trained
+      contextembed evaluate validation/$s --model contextembed-all-MiniLM-L6-v2-untrained --out eval/validation/$s-untrained
+    done
     python scripts/write_default_model_results.py eval
 """
 

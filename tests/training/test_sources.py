@@ -84,16 +84,12 @@ def test_the_validation_split_becomes_evaluation_sets_per_source(tmp_path):
     import runpy
     from pathlib import Path
 
-    build = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "build_validation_sets.py"))["build"]
+    write_sets = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "build_validation_sets.py"))["write_sets"]
     documents = template_documents(families_per_kind=1, documents_per_family=3, seed=0)
     write_documents(tmp_path / "data.validation.jsonl", documents)
-    sets = build(tmp_path / "data.validation.jsonl")
-    assert set(sets) == {"templates"}
-    folder = tmp_path / "templates"
-    folder.mkdir()
-    for name, rows in zip(("documents.jsonl", "queries.jsonl"), sets["templates"]):
-        (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
-    loaded_documents, queries = load_context_bench(folder)  # the loader cross-checks every reference
+    folders = write_sets(tmp_path / "data.validation.jsonl", tmp_path / "sets")
+    assert set(folders) == {"templates"}
+    loaded_documents, queries = load_context_bench(folders["templates"])  # the loader cross-checks every reference
     assert len(loaded_documents) == len(documents)
     assert len(queries) == sum(len(d.queries) for d in documents)
     by_id = {d.id: d for d in documents}
