@@ -25,7 +25,7 @@ import contextembed  # noqa: E402
 from contextembed.backends import export  # noqa: E402
 from contextembed.default_model import default_model_path  # noqa: E402
 from contextembed.encoder import native_bf16  # noqa: E402
-from contextembed.evaluation.cli import shipped_dataset  # noqa: E402
+from contextembed.evaluation.datasets import shipped_dataset  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 
 

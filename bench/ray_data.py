@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import interleaved, write_result  # noqa: E402
 
 import contextembed  # noqa: E402
-from contextembed.evaluation.cli import shipped_dataset  # noqa: E402
+from contextembed.evaluation.datasets import shipped_dataset  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 
 

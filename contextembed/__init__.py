@@ -6,6 +6,8 @@ classes (idempotent); that is its only side effect.
 
 from __future__ import annotations
 
+import os
+
 from transformers import AutoConfig, AutoModel, AutoProcessor
 
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
@@ -36,9 +38,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'contextembed' has no attribute {name!r}")
 
 
-def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
-    """Load a checkpoint (local directory or Hub id); with no argument, the default model (MiniLM trained for
-    contextual chunk embeddings).
+def load(model: str | ContextEmbedder | None = None, **kwargs) -> ContextEmbedder:
+    """Load a checkpoint (local directory or Hub id); with no argument (or `""`), the default model (MiniLM trained
+    for contextual chunk embeddings). A `ContextEmbedder` that is already loaded is returned as it is, so every
+    integration and command takes "a model" the same way: loaded, or by name.
 
     `"contextembed-all-MiniLM-L6-v2-untrained"` names its untrained baseline (see its card); a folder of
     Perplexity's pplx-embed-context-v1 is converted on load. Keyword arguments go to
@@ -46,10 +49,17 @@ def load(path_or_id: str | None = None, **kwargs) -> ContextEmbedder:
     `attn_implementation`, and `backend="onnx"|"openvino"` with `file_name` for a graph `contextembed export`
     wrote).
     """
+    if isinstance(model, ContextEmbedder):
+        if kwargs:
+            raise ValueError(f"a loaded model takes no loading options, got {sorted(kwargs)}")
+        return model
+    if model is not None and not isinstance(model, (str, os.PathLike)):
+        raise ValueError(f"model must be a checkpoint path, a Hub id or a loaded ContextEmbedder, got "
+                         f"{type(model).__name__}")
     from contextembed.default_model import DEFAULT_MODEL_NAME, named_model_path
 
-    path_or_id = named_model_path(path_or_id or DEFAULT_MODEL_NAME) or path_or_id
-    return ContextEmbedder.from_pretrained(path_or_id, **kwargs)
+    model = os.fspath(model) if model else DEFAULT_MODEL_NAME
+    return ContextEmbedder.from_pretrained(named_model_path(model) or model, **kwargs)
 
 
 __all__ = [

@@ -8,9 +8,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from contextembed.checkpoint import save_checkpoint
-from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
-from contextembed.modeling.configuration_contextembed import DEFAULT_CHUNK_TOKEN
+from contextembed.checkpoint import check_checkpoint_target, save_checkpoint
+from contextembed.modeling import DEFAULT_CHUNK_TOKEN, ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +30,7 @@ def build_checkpoint(
     chunk_token: str = DEFAULT_CHUNK_TOKEN,
     separator_init: str = "mean",
     card: dict | None = None,
+    overwrite: bool = False,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Wrap a backbone for late chunking: add the separator token and the projection, then save.
 
@@ -47,6 +47,7 @@ def build_checkpoint(
         separator_init: where the separator's embedding row starts: `"mean"` (the mean of the trained rows) or a
             token of the vocabulary whose row it copies (e.g. `"."`).
         card: model-card fields (`title`, `summary`, `base_model`, `results`, `limitations`, ...).
+        overwrite: replace a checkpoint already in `output_dir` (a folder holding anything else is refused).
 
     Returns:
         The model (fp32, eval mode) and its processor.
@@ -56,6 +57,8 @@ def build_checkpoint(
     backbone = Path(backbone)
     if not backbone.is_dir():
         raise ValueError(f"backbone must be a local directory with weights and a tokenizer, got {str(backbone)!r}")
+    if output_dir is not None:
+        check_checkpoint_target(output_dir, overwrite)  # before the work, not after
 
     tokenizer = AutoTokenizer.from_pretrained(backbone)
     if chunk_token not in tokenizer.get_vocab():

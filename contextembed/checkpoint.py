@@ -45,6 +45,31 @@ SENTENCE_BERT_CONFIG = {
 }
 
 
+def is_checkpoint(path: str | Path) -> bool:
+    """Whether `path` holds a contextembed checkpoint (a `config.json` of model type `contextembed`)."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and config.get("model_type") == "contextembed"
+
+
+def check_checkpoint_target(output_dir: str | Path, overwrite: bool = False) -> None:
+    """Raise a `ValueError` unless a checkpoint may be written to `output_dir`: a new or empty folder, or (with
+    `overwrite=True`) a folder that already holds a contextembed checkpoint. Anything else in the way (a file, a
+    folder of other things such as a user's own README.md or config.json) is never written into."""
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"the output path {str(output_dir)!r} is a file: pass a folder for the checkpoint")
+    if output_dir.is_dir() and any(output_dir.iterdir()):
+        if not is_checkpoint(output_dir):
+            raise ValueError(f"{str(output_dir)!r} is a non-empty folder that is not a contextembed checkpoint: "
+                             "pass a new or empty folder (nothing in it was changed)")
+        if not overwrite:
+            raise ValueError(f"{str(output_dir)!r} already holds a checkpoint: pass --overwrite (overwrite=True) "
+                             "to replace it")
+
+
 def save_checkpoint(
     model: ContextEmbedModel, processor: ContextEmbedProcessor, output_dir: str | Path, card: dict | None = None
 ) -> Path:

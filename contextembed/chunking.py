@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
-from contextembed.modeling.processing_contextembed import check_text
+from contextembed.modeling import check_text
 
 CHUNKERS = ("sentences", "paragraphs", "markdown", "tokens")
 

@@ -23,20 +23,14 @@ returns them raw; the direction is the same).
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from transformers import AutoTokenizer, Qwen3Config, Qwen3Model
-from transformers.utils import logging as hf_logging
 
-from contextembed.checkpoint import save_checkpoint
-from contextembed.modeling import (
-    ContextEmbedConfig,
-    ContextEmbedModel,
-    ContextEmbedProcessor,
-)
-from contextembed.modeling.modeling_contextembed import loading_problems
+from contextembed.checkpoint import check_checkpoint_target, save_checkpoint
+from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor, loading_problems
+from contextembed.quiet import quiet_transformers
 
 PPLX_MODEL_TYPES = ("bidirectional_pplx_qwen3",)
 PPLX_SEPARATOR = "<|endoftext|>"
@@ -52,14 +46,18 @@ def is_pplx_checkpoint(path: str | Path) -> bool:
 
 
 def convert_pplx(
-    source: str | Path, output_dir: str | Path | None = None, *, source_id: str | None = None
+    source: str | Path, output_dir: str | Path | None = None, *, source_id: str | None = None,
+    overwrite: bool = False,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Build a contextembed checkpoint from a local pplx-embed-context-v1 folder; save it when `output_dir` is given.
 
     The weights are loaded strictly (a missing or unexpected tensor is an error), in float32 as published.
-    `source_id` (e.g. the Hub id) goes into the card's `base_model`.
+    `source_id` (e.g. the Hub id) goes into the card's `base_model`. `output_dir` must be new or empty, or hold a
+    checkpoint to replace with `overwrite=True`.
     """
     source = Path(source)
+    if output_dir is not None:
+        check_checkpoint_target(output_dir, overwrite)
     config_file = source / "config.json"
     if not config_file.is_file():
         raise ValueError(f"{source} has no config.json: not a checkpoint folder")
@@ -73,7 +71,7 @@ def convert_pplx(
         raise ValueError(f"the config.json of {source} is not a valid Qwen3 config: {error}") from error
 
     # trust_remote_code=False: the folder's config names remote code, and transformers would otherwise ask about it.
-    with _quiet_transformers():  # "a model of type bidirectional_pplx_qwen3 ... of type ...": expected here
+    with quiet_transformers():  # "a model of type bidirectional_pplx_qwen3 ... of type ...": expected here
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     separator_id = tokenizer.convert_tokens_to_ids(PPLX_SEPARATOR)
     if separator_id is None or separator_id == tokenizer.unk_token_id:
@@ -91,7 +89,7 @@ def convert_pplx(
 
     with torch.device("meta"):  # the backbone below replaces this one: no second copy of the weights in memory
         model = ContextEmbedModel(config)
-    with _quiet_transformers():
+    with quiet_transformers():
         backbone, info = Qwen3Model.from_pretrained(source, config=config.text_config, dtype=torch.float32,
                                                     output_loading_info=True)
     problems = loading_problems(info)
@@ -114,13 +112,3 @@ def convert_pplx(
             "base_model": source_id,
         })
     return model, processor
-
-
-@contextmanager
-def _quiet_transformers():
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)

@@ -4,6 +4,7 @@ of late chunking with chunks encoded alone. Everything shown comes from chunk re
 
 from __future__ import annotations
 
+import unicodedata
 from itertools import groupby
 
 import numpy as np
@@ -16,13 +17,13 @@ def show_results(query: str, result, records: list[dict], *, chunks_per_doc: int
                  precision: str, output_dim: int, int8_clip_sigmas: float | None) -> None:
     """Print the ranked documents of one query (`result` from `exact_search`) with their best chunks."""
     texts = {doc: document_text(list(rows)) for doc, rows in groupby(records, key=lambda r: r["doc"])}
-    print(f'Query: "{query}"')
+    print(f'Query: "{printable(query)}"')
     print(f"{len(texts)} documents, {len(records)} chunks, each embedded with its whole document in view\n")
     chunk_rank = {int(row): rank for rank, row in enumerate(result.chunk_rows[0])}
     for rank, (doc, score) in enumerate(zip(result.doc_ids[0], result.doc_scores[0]), 1):
         rows = sorted((r for r in range(len(records)) if records[r]["doc"] == doc),
                       key=lambda r: chunk_rank[r])[:chunks_per_doc]
-        print(f"{rank}. {records[rows[0]]['path']}  (score {show_score(score, precision, output_dim, int8_clip_sigmas)})")
+        print(f"{rank}. {printable(records[rows[0]]['path'])}  (score {show_score(score, precision, output_dim, int8_clip_sigmas)})")
         for row in rows:
             record = records[row]
             score = result.chunk_scores[0][chunk_rank[row]]
@@ -46,7 +47,7 @@ def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list
             record = records[row]
             tied = int(np.sum(np.abs(scores - scores[row]) <= 1e-6)) - 1
             note = f"  (tied with {tied} other chunks)" if tied else ""
-            print(f"    {scores[row]:.4f}  {record['path']:<28} {one_line(record['text'])[:60]}{note}")
+            print(f"    {scores[row]:.4f}  {printable(record['path']):<28} {one_line(record['text'])[:60]}{note}")
     print("\nIdentical sentences in different documents get identical vectors when encoded alone; with late "
           "chunking each carries what its own document says around it.")
 
@@ -80,13 +81,29 @@ def snippet(text: str, start: int, end: int, context: int) -> str:
             + "»" + one_line(after, keep_edges=True) + ("…" if end + context < len(text) else ""))
 
 
+def printable(text: str) -> str:
+    r"""`text` safe to print on a terminal: control and format characters (escape sequences such as `ESC]0;...BEL`
+    or `ESC[2J`, bidirectional overrides) are shown escaped instead of being sent to the terminal. An index someone
+    shares is data, and data must not drive the reader's terminal.
+
+    >>> printable("rent\x1b]0;pwned\x07 due\u202e")
+    'rent\\x1b]0;pwned\\x07 due\\u202e'
+    """
+    return "".join(_escape(c) if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n\t" else c for c in text)
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def one_line(text: str, keep_edges: bool = False) -> str:
-    """Whitespace runs collapsed to one space.
+    """Whitespace runs collapsed to one space; control characters escaped (`printable`).
 
     >>> one_line("  a\\n b  ", keep_edges=True)
     ' a b '
     """
-    collapsed = " ".join(text.split())
+    collapsed = " ".join(printable(text).split())
     if keep_edges and text[:1].isspace():
         collapsed = " " + collapsed
     if keep_edges and text[-1:].isspace() and collapsed.strip():

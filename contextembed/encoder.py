@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
-from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
+from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor, check_output_dim, is_integer
 from contextembed.quantization import PRECISIONS, quantize
 
 logger = logging.getLogger(__name__)
@@ -209,15 +209,13 @@ class ContextEmbedder:
                 precision, normalize, long_documents, empty_chunks) -> list[np.ndarray]:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if output_dim is not None and not (_is_int(output_dim) and output_dim in self.config.allowed_dims):
-            raise ValueError(f"output_dim must be one of {self.config.allowed_dims}, got {output_dim!r}")
         if precision != "float32" and not normalize:
             raise ValueError(f"precision={precision!r} codes unit vectors: keep normalize=True")
         for name, value in (("batch_size", batch_size), ("max_tokens_per_batch", max_tokens_per_batch)):
-            if not _is_int(value) or value <= 0:
+            if not is_integer(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        output_dim = None if output_dim is None else int(output_dim)
         if len(documents) == 0:
+            check_output_dim(self.config, output_dim)  # no forward pass runs to check it
             return []
 
         rows = self.processor.tokenize_documents(documents, task=task, titles=titles, long_documents=long_documents,
@@ -291,10 +289,6 @@ def _as_list(values, name: str, expected: str) -> list:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable) or isinstance(values, Mapping):
         raise ValueError(f"{name} must be {expected}, got {type(values).__name__}")
     return list(values)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _progress(batches, show: bool, unit: str):

@@ -11,12 +11,15 @@ Layout (written by `contextembed encode`):
 
 Everything `search` shows comes from these three files. An index is written into a staging folder beside the
 target and renamed into place, so a crash never leaves a half-written index, and an existing index is only
-replaced when the caller says so.
+replaced when the caller says so. Replacing takes two renames (old index aside, new one in); a process that dies
+between them leaves the old index in a hidden `.NAME.replaced-*` folder, which the next `encode`, `search` or
+`read_index` of that path moves back (`restore_interrupted`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -25,8 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from contextembed.jsonl import field, read_records
-from contextembed.modeling.configuration_contextembed import PRECISIONS
+from contextembed.modeling import PRECISIONS
 from contextembed.scoring import check_codes
+
+logger = logging.getLogger(__name__)
 
 INDEX_FORMAT_VERSION = 2
 FILES = ("embeddings.npy", "chunks.jsonl", "index.json")
@@ -52,6 +57,7 @@ def write_index(output_dir: str | Path, embeddings: np.ndarray, chunks: list[dic
     else, or a file at that path, is never touched.
     """
     output_dir = Path(output_dir)
+    restore_interrupted(output_dir)
     check_index_target(output_dir, overwrite)
     if len(chunks) != len(embeddings):
         raise ValueError(f"{len(embeddings)} vectors but {len(chunks)} chunk records")
@@ -82,9 +88,33 @@ def write_index(output_dir: str | Path, embeddings: np.ndarray, chunks: list[dic
     return output_dir
 
 
+def restore_interrupted(output_dir: str | Path) -> bool:
+    """Finish what a `write_index` that died left behind at `output_dir`; returns whether an index was restored.
+
+    With no index at `output_dir` but the previous one moved aside (`.NAME.replaced-*`, complete), that index moves
+    back: the replacement never finished, so the path holds what it held before. Moved-aside copies left next to an
+    index that is in place (a crash after both renames) are removed.
+    """
+    output_dir = Path(output_dir)
+    parent, name = output_dir.parent, output_dir.name
+    if not parent.is_dir():
+        return False
+    retired = sorted((p for p in parent.glob(f".{name}.replaced-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    restored = False
+    if retired and not output_dir.exists() and is_index(retired[-1]):
+        retired.pop().rename(output_dir)
+        restored = True
+        logger.warning("restored the index at %s: a write that was replacing it stopped half way", output_dir)
+    if output_dir.exists():
+        for leftover in retired:
+            shutil.rmtree(leftover, ignore_errors=True)
+    return restored
+
+
 def check_index_target(output_dir: str | Path, overwrite: bool = False) -> None:
     """Raise a `ValueError` unless an index may be written to `output_dir` (see `write_index`)."""
     output_dir = Path(output_dir)
+    restore_interrupted(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise ValueError(f"the output path {str(output_dir)!r} is a file: pass a folder for the index")
     if output_dir.is_dir() and any(output_dir.iterdir()):
@@ -99,6 +129,7 @@ def check_index_target(output_dir: str | Path, overwrite: bool = False) -> None:
 def read_index(path: str | Path) -> Index:
     """Read and check an index; every inconsistency is a `ValueError` naming the file (and line)."""
     path = Path(path)
+    restore_interrupted(path)
     for name in FILES:
         if not (path / name).is_file():
             raise ValueError(f"{str(path)!r} is not a complete index: {name} is missing")

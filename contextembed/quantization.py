@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from contextembed.modeling.configuration_contextembed import INT8_SCHEMES, PRECISIONS
+from contextembed.modeling import INT8_SCHEMES, PRECISIONS
 
 
 def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:

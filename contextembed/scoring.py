@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contextembed.modeling.configuration_contextembed import PRECISIONS
+from contextembed.modeling import PRECISIONS
 
 # The array type each precision's codes come in (see `contextembed.quantization.quantize`).
 CODE_DTYPES = {"int8": np.int8, "uint8": np.uint8, "binary": np.int8, "ubinary": np.uint8}

@@ -8,6 +8,8 @@ documents and the deterministic int8 scheme.
 
 from __future__ import annotations
 
+import numbers
+
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -162,7 +164,7 @@ class ContextEmbedConfig(PreTrainedConfig):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
         for name in ("embedding_dim", "max_seq_length"):
             value = getattr(self, name)
-            if value is not None and (not _is_int(value) or value <= 0):
+            if value is not None and (not is_integer(value) or value <= 0):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         if self.max_seq_length is None:
             raise ValueError("set max_seq_length: the backbone config has no max_position_embeddings")
@@ -171,7 +173,7 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(
                 f"max_seq_length={self.max_seq_length} is more than the backbone's max_position_embeddings={positions}"
             )
-        bad = [d for d in self.allowed_dims if not _is_int(d) or not 0 < d <= self.full_dim]
+        bad = [d for d in self.allowed_dims if not is_integer(d) or not 0 < d <= self.full_dim]
         if bad:
             raise ValueError(f"matryoshka_dims must be integers in 1..{self.full_dim}, got {self.matryoshka_dims!r}")
         if self.matryoshka_dims and self.full_dim not in self.matryoshka_dims:
@@ -182,7 +184,7 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(f"output_dim must be one of {self.allowed_dims}, got {self.output_dim!r}")
         if not 0.0 <= self.window_overlap < 1.0:
             raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
-        if not _is_int(self.window_head_tokens) or self.window_head_tokens < 0:
+        if not is_integer(self.window_head_tokens) or self.window_head_tokens < 0:
             raise ValueError(f"window_head_tokens must be a non-negative integer, got {self.window_head_tokens!r}")
         if self.int8_scheme not in INT8_SCHEMES:
             raise ValueError(f"int8_scheme must be one of {INT8_SCHEMES}, got {self.int8_scheme!r}")
@@ -204,8 +206,13 @@ class ContextEmbedConfig(PreTrainedConfig):
         return cls(text_config=text_config, **preset)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_integer(value) -> bool:
+    """An integer (Python's or numpy's), and not a bool.
+
+    >>> is_integer(3), is_integer(True), is_integer(3.0)
+    (True, False, False)
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-__all__ = ["ContextEmbedConfig", "INT8_SCHEMES", "PRECISIONS"]
+__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "INT8_SCHEMES", "PRECISIONS", "is_integer"]

@@ -27,7 +27,7 @@ from torch import nn
 from transformers import AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
-from .configuration_contextembed import ContextEmbedConfig
+from .configuration_contextembed import ContextEmbedConfig, is_integer
 
 
 @dataclass
@@ -72,6 +72,15 @@ def chunk_sums_and_counts(
     return sums[:, 1:], counts[:, 1:]  # (B, C, H), (B, C)
 
 
+def chunk_means(sums: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Sums (B, C, W) over counts (B, C) -> means (B, C, W); a chunk with no tokens is a zero row.
+
+    >>> chunk_means(torch.tensor([[[8.0], [0.0]]]), torch.tensor([[2.0, 0.0]])).squeeze(-1).tolist()
+    [[4.0, 0.0]]
+    """
+    return sums / counts.clamp(min=1.0).unsqueeze(-1)
+
+
 def late_chunk_mean(hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_chunks: int) -> torch.Tensor:
     """Mean of each chunk's token states, (B, T, H) -> (B, C, H) in fp32; an empty chunk is a zero row.
 
@@ -79,8 +88,7 @@ def late_chunk_mean(hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_ch
     >>> late_chunk_mean(h, torch.tensor([[-1, 0, 0, 1]]), num_chunks=3).squeeze(-1).tolist()
     [[4.0, 7.0, 0.0]]
     """
-    sums, counts = chunk_sums_and_counts(hidden_states, chunk_ids, num_chunks)
-    return sums / counts.clamp(min=1.0).unsqueeze(-1)
+    return chunk_means(*chunk_sums_and_counts(hidden_states, chunk_ids, num_chunks))
 
 
 def plan_windows(
@@ -253,23 +261,58 @@ def document_windows(
 
 def check_output_dim(config: ContextEmbedConfig, output_dim) -> None:
     """`output_dim` must be `None` or one of the checkpoint's Matryoshka sizes."""
-    is_int = isinstance(output_dim, int) and not isinstance(output_dim, bool)
-    if output_dim is not None and not (is_int and output_dim in config.allowed_dims):
+    if output_dim is not None and not (is_integer(output_dim) and output_dim in config.allowed_dims):
         raise ValueError(f"output_dim must be one of {config.allowed_dims}, got {output_dim!r}")
 
 
-def cut_and_normalize(
-    embeddings: torch.Tensor, config: ContextEmbedConfig, output_dim: int | None = None, normalize: bool | None = None
-) -> torch.Tensor:
-    """Matryoshka cut (default `config.output_dim`), then L2 normalisation (default `config.normalize`)."""
-    check_output_dim(config, output_dim)
-    output_dim = output_dim if output_dim is not None else config.output_dim
-    normalize = config.normalize if normalize is None else normalize
+def cut_and_normalize(embeddings: torch.Tensor, output_dim: int | None, normalize: bool = True) -> torch.Tensor:
+    """Matryoshka cut to the first `output_dim` coordinates (`None`: all), then L2 normalisation; zero rows stay zero.
+
+    >>> cut_and_normalize(torch.tensor([[3.0, 4.0, 12.0]]), 2).tolist()
+    [[0.6000000238418579, 0.800000011920929]]
+    """
     if output_dim is not None:
         embeddings = embeddings[..., :output_dim]
-    if normalize:
-        embeddings = nn.functional.normalize(embeddings, p=2, dim=-1)
-    return embeddings
+    return nn.functional.normalize(embeddings, p=2, dim=-1) if normalize else embeddings
+
+
+def window_length(config: ContextEmbedConfig, max_seq_length: torch.Tensor | int | None = None) -> int:
+    """Tokens per forward pass for one call: `config.max_seq_length`, or less when the caller asks for less."""
+    if max_seq_length is None:
+        return config.max_seq_length
+    return min(config.max_seq_length, int(torch.as_tensor(max_seq_length).max()))
+
+
+def late_chunk_head(
+    sums: torch.Tensor,
+    counts: torch.Tensor,
+    chunk_mask: torch.Tensor,
+    config: ContextEmbedConfig,
+    *,
+    projection: nn.Module | None = None,
+    output_dim: int | None = None,
+    normalize: bool | None = None,
+) -> torch.Tensor:
+    """Per-chunk sums (B, C, W) and token counts (B, C) -> chunk vectors (B, C, D), in fp32.
+
+    The mean of each chunk's states, the projection when it was not applied to the sums already (`projection`;
+    a linear map without bias commutes with the mean), the Matryoshka cut (default `config.output_dim`), L2
+    normalisation (default `config.normalize`) and zero rows for padding chunks. The torch model and the exported
+    backends both end here, so a backend is only a core that produces the sums and counts.
+
+    >>> config = ContextEmbedConfig(text_config={"model_type": "bert", "hidden_size": 2})
+    >>> sums, counts = torch.tensor([[[6.0, 8.0], [0.0, 0.0]]]), torch.tensor([[2.0, 0.0]])
+    >>> late_chunk_head(sums, counts, torch.tensor([[1, 0]]), config).tolist()
+    [[[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]]
+    """
+    check_output_dim(config, output_dim)
+    pooled = chunk_means(sums, counts)  # (B, C, W)
+    if projection is not None:
+        weight = next(projection.parameters(), pooled)
+        pooled = projection(pooled.to(weight.dtype)).float()  # (B, C, D)
+    embeddings = cut_and_normalize(pooled, config.output_dim if output_dim is None else output_dim,
+                                   config.normalize if normalize is None else normalize)
+    return embeddings * chunk_mask.unsqueeze(-1).to(embeddings.dtype)
 
 
 def pad_token_id(config: ContextEmbedConfig) -> int:
@@ -391,9 +434,7 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         token_mask, chunk_ids, chunk_mask = self.chunk_layout(input_ids, attention_mask, token_attention_mask,
                                                               chunk_ids)
-        window = self.config.max_seq_length
-        if max_seq_length is not None:
-            window = min(window, int(torch.as_tensor(max_seq_length).max()))
+        window = window_length(self.config, max_seq_length)
         whole_batch = bool((token_mask.sum(1) <= window).all())
         outputs = []
 
@@ -410,9 +451,8 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         )
         hidden = outputs[0].last_hidden_state if whole_batch and outputs else None
         all_hidden = getattr(outputs[0], "hidden_states", None) if whole_batch and outputs else None
-        pooled = sums / counts.clamp(min=1.0).unsqueeze(-1)  # (B, C, H), fp32
-        embeddings = self.project(pooled, output_dim=output_dim, normalize=normalize)  # (B, C, D)
-        embeddings = embeddings * chunk_mask.unsqueeze(-1).to(embeddings.dtype)
+        embeddings = late_chunk_head(sums, counts, chunk_mask, self.config, projection=self.projection,
+                                     output_dim=output_dim, normalize=normalize)  # (B, C, D)
 
         output = ContextEmbedOutput(
             chunk_embeddings=embeddings,
@@ -450,15 +490,6 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
             num_chunks = int(chunk_ids.max().clamp(min=0)) + 1
             chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
         return token_mask, chunk_ids, chunk_mask.long()
-
-    def project(
-        self, pooled: torch.Tensor, output_dim: int | None = None, normalize: bool | None = None
-    ) -> torch.Tensor:
-        """fp32 projection, Matryoshka cut, then L2 normalisation: (..., H) -> (..., D)."""
-        check_output_dim(self.config, output_dim)
-        projection_dtype = next(self.projection.parameters(), pooled).dtype
-        return cut_and_normalize(self.projection(pooled.to(projection_dtype)).float(), self.config, output_dim,
-                                 normalize)
 
     def chunk_ids_from_separators(
         self, input_ids: torch.LongTensor, token_attention_mask: torch.Tensor | None
@@ -498,12 +529,15 @@ __all__ = [
     "ContextEmbedOutput",
     "ContextEmbedPreTrainedModel",
     "check_output_dim",
+    "chunk_means",
     "chunk_sums_and_counts",
     "cut_and_normalize",
     "document_windows",
+    "late_chunk_head",
     "late_chunk_mean",
     "late_chunk_sums",
     "loading_problems",
     "pad_token_id",
     "plan_windows",
+    "window_length",
 ]

@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from contextembed.evaluation.cli import SHIPPED_FORMATS, shipped_dataset
+from contextembed.evaluation.datasets import SHIPPED_LAYOUTS, shipped_dataset
 from contextembed.evaluation.loaders import load_context_bench
 from contextembed.training.data import write_documents
 from contextembed.training.sources import (
@@ -32,7 +32,7 @@ from contextembed.training.sources import (
 
 def evaluation_texts() -> dict[str, str]:
     texts = {}
-    for name in (n for n, f in SHIPPED_FORMATS.items() if f == "context-bench"):
+    for name in (n for n, f in SHIPPED_LAYOUTS.items() if f == "context-bench"):
         documents, _ = load_context_bench(shipped_dataset(name))
         texts.update({f"{name}/{d.id}": "\n".join(d.sentences) for d in documents})
     return texts

@@ -65,7 +65,6 @@ def test_build_command(backbone_dirs, tmp_path, capsys):
         (["search", "{missing}", "rent"], "does not exist"),
         (["search", str(LEASES), "  "], "the query is empty"),
         (["search", str(LEASES), "rent", "--output-dim", "100"], r"output_dim must be one of \[128, 256, 384\], got 100"),
-        (["search", str(LEASES), "rent", "--top-k", "0"], "--top-k must be a positive integer"),
     ],
 )
 def test_bad_inputs_exit_non_zero_with_a_message(default_model_cache, tmp_path, capsys, argv, message):
@@ -85,6 +84,33 @@ def test_unknown_choices_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["search", str(LEASES), "rent", "--top-k", "0"], "--top-k"),
+    (["search", str(LEASES), "rent", "--chunk-tokens", "0"], "--chunk-tokens"),
+    (["encode", str(LEASES), "out", "--batch-size", "-3"], "--batch-size"),
+    (["train", "ckpt", "data", "out", "--max-minutes", "-1"], "--max-minutes"),
+    (["build", "bb", "out", "--window-head-tokens", "x"], "--window-head-tokens"),
+])
+def test_bad_numbers_are_usage_errors_naming_the_flag(argv, flag, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"argument {flag}: must be a " in err
+
+
+def test_a_mistyped_path_fails_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    import contextembed
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded for a command that could not run")
+
+    monkeypatch.setattr(contextembed, "load", no_loading)
+    for argv in (["search", str(tmp_path / "nope"), "rent"], ["encode", str(tmp_path / "nope"), str(tmp_path / "o")],
+                 ["evaluate", str(tmp_path / "nope")]):
+        assert main(argv) == 2
+        assert "does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", [[], ["search"], ["encode"], ["build"]])

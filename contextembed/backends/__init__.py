@@ -8,7 +8,7 @@ Needs `pip install 'contextembed[onnx]'` (export and ONNX Runtime) or `'contexte
 
 from __future__ import annotations
 
-from contextembed.backends.export import FORMATS, QUANTIZATIONS, export
+from contextembed.backends.export import EXPORT_FORMATS, QUANTIZATIONS, export
 from contextembed.backends.runtime import BACKENDS, BackendModel
 
-__all__ = ["BACKENDS", "FORMATS", "QUANTIZATIONS", "BackendModel", "export"]
+__all__ = ["BACKENDS", "EXPORT_FORMATS", "QUANTIZATIONS", "BackendModel", "export"]

@@ -6,14 +6,39 @@ around it (`late_chunk_sums`), so the exported graph is the same computation on 
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 import torch
 from torch import nn
 
-from contextembed.modeling import ContextEmbedModel
-from contextembed.modeling.modeling_contextembed import chunk_sums_and_counts
+from contextembed.modeling import ContextEmbedModel, chunk_sums_and_counts
 
 INPUT_NAMES = ("input_ids", "attention_mask", "chunk_ids", "chunk_mask")
 OUTPUT_NAMES = ("chunk_sums", "chunk_counts")
+# Stamped into every exported graph (ONNX metadata, OpenVINO rt_info), checked when a backend loads it.
+FINGERPRINT_KEY = "contextembed_weights_sha256"
+
+
+def weights_fingerprint(checkpoint_dir: str | Path) -> str:
+    """SHA-256 of a checkpoint's safetensors weight files (all shards, in name order): which weights a graph was
+    exported from, so that a graph copied from another checkpoint (same shapes, other weights) is refused."""
+    folder = Path(checkpoint_dir)
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    else:
+        names = ["model.safetensors"]
+    digest = hashlib.sha256()
+    for name in names:
+        if not (folder / name).is_file():
+            raise ValueError(f"{folder} has no {name}: a backend graph is checked against the checkpoint's weights")
+        digest.update(name.encode())
+        with open(folder / name, "rb") as f:
+            for block in iter(lambda: f.read(1 << 24), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 class ChunkSumsCore(nn.Module):

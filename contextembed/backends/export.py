@@ -17,18 +17,20 @@ import numpy as np
 import torch
 
 from contextembed.backends.core import (
+    FINGERPRINT_KEY,
     INPUT_NAMES,
     OUTPUT_NAMES,
     ChunkSumsCore,
     example_inputs,
+    weights_fingerprint,
 )
-from contextembed.backends.runtime import core_runner
+from contextembed.backends.runtime import CoreRunner
 from contextembed.checkpoint import make_readable
 from contextembed.modeling import ContextEmbedModel
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("onnx", "openvino")
+EXPORT_FORMATS = ("onnx", "openvino")
 QUANTIZATIONS = ("int8",)
 ONNX_FILE = "onnx/model.onnx"
 ONNX_INT8_FILE = "onnx/model_qint8.onnx"
@@ -45,8 +47,8 @@ def export(checkpoint_dir: str | Path, format: str = "onnx", quantize: str | Non
     `quantize_dynamic`) beside the float graph and returns that file.
     """
     checkpoint_dir = Path(checkpoint_dir)
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {EXPORT_FORMATS}, got {format!r}")
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
     if quantize is not None and format != "onnx":
@@ -58,20 +60,21 @@ def export(checkpoint_dir: str | Path, format: str = "onnx", quantize: str | Non
     # checks) made onnxruntime 0.58x of torch on bench/backends.py where the eager graph runs 0.76x; same vectors.
     model = ContextEmbedModel.from_pretrained(checkpoint_dir, dtype=torch.float32, attn_implementation="eager").eval()
     core = ChunkSumsCore(model).eval()
+    fingerprint = weights_fingerprint(checkpoint_dir)
     with tempfile.TemporaryDirectory() as tmp:
-        onnx_file = _export_onnx(core, Path(tmp) / "model.onnx")
-        check_parity(core, core_runner("onnx", onnx_file), FLOAT_TOLERANCE)
+        onnx_file = _stamp_onnx(_export_onnx(core, Path(tmp) / "model.onnx"), fingerprint)
+        check_parity(core, CoreRunner("onnx", onnx_file), FLOAT_TOLERANCE)
         if format == "onnx":
             if quantize == "int8":
-                int8_file = _quantize_int8(onnx_file, Path(tmp) / "model_qint8.onnx")
-                check_parity(core, core_runner("onnx", int8_file), None)
+                int8_file = _stamp_onnx(_quantize_int8(onnx_file, Path(tmp) / "model_qint8.onnx"), fingerprint)
+                check_parity(core, CoreRunner("onnx", int8_file), None)
                 _install(int8_file, checkpoint_dir / ONNX_INT8_FILE)
             written = _install(onnx_file, checkpoint_dir / ONNX_FILE)
             if quantize == "int8":
                 written = checkpoint_dir / ONNX_INT8_FILE
         else:
-            ov_file = _convert_openvino(onnx_file, Path(tmp) / "openvino" / "openvino_model.xml")
-            check_parity(core, core_runner("openvino", ov_file), FLOAT_TOLERANCE)
+            ov_file = _convert_openvino(onnx_file, Path(tmp) / "openvino" / "openvino_model.xml", fingerprint)
+            check_parity(core, CoreRunner("openvino", ov_file), FLOAT_TOLERANCE)
             written = _install(ov_file, checkpoint_dir / OPENVINO_FILE)
     make_readable(checkpoint_dir)
     return written
@@ -127,6 +130,19 @@ def _export_onnx(core: ChunkSumsCore, path: Path) -> Path:
     return path
 
 
+def _stamp_onnx(path: Path, fingerprint: str) -> Path:
+    """Record in the graph's metadata which weights it was exported from (`weights_fingerprint`)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False)
+    kept = [(p.key, p.value) for p in graph.metadata_props if p.key != FINGERPRINT_KEY]
+    del graph.metadata_props[:]
+    for key, value in [*kept, (FINGERPRINT_KEY, fingerprint)]:
+        graph.metadata_props.add(key=key, value=value)
+    onnx.save(graph, str(path))
+    return path
+
+
 def _quantize_int8(source: Path, target: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -136,12 +152,14 @@ def _quantize_int8(source: Path, target: Path) -> Path:
     return target
 
 
-def _convert_openvino(onnx_file: Path, target: Path) -> Path:
+def _convert_openvino(onnx_file: Path, target: Path, fingerprint: str) -> Path:
     import openvino as ov
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    graph = ov.convert_model(str(onnx_file))
+    graph.set_rt_info(fingerprint, [FINGERPRINT_KEY])
     # Weights stay float32: save_model would otherwise compress them to float16.
-    ov.save_model(ov.convert_model(str(onnx_file)), str(target), compress_to_fp16=False)
+    ov.save_model(graph, str(target), compress_to_fp16=False)
     return target
 
 

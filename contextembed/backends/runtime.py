@@ -2,8 +2,8 @@
 
 `BackendModel` answers the same call as `ContextEmbedModel` for the features the processor makes, so
 `ContextEmbedder` (and everything built on it) works unchanged: rows that fit the window run in one call of the
-graph, longer documents in the same windows as in torch (`late_chunk_sums`), then mean, Matryoshka cut and L2
-normalisation.
+graph, longer documents in the same windows as in torch (`late_chunk_sums`), then the model's own head
+(`late_chunk_head`: mean, Matryoshka cut, L2 normalisation, padding mask). A backend is a core plus loading.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contextembed.backends.core import INPUT_NAMES
-from contextembed.modeling import ContextEmbedConfig
-from contextembed.modeling.modeling_contextembed import (
+from contextembed.backends.core import FINGERPRINT_KEY, INPUT_NAMES, weights_fingerprint
+from contextembed.modeling import (
+    ContextEmbedConfig,
     ContextEmbedOutput,
-    cut_and_normalize,
+    late_chunk_head,
     late_chunk_sums,
     pad_token_id,
+    window_length,
 )
 
 BACKENDS = ("torch", "onnx", "openvino")
@@ -27,18 +28,48 @@ DEFAULT_FILES = {"onnx": "onnx/model.onnx", "openvino": "openvino/openvino_model
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "openvino")}
 
 
-def core_runner(backend: str, path: str | Path):
-    """`run(inputs) -> (chunk_sums, chunk_counts)` for an exported core: numpy arrays in `INPUT_NAMES` order."""
-    if backend == "onnx":
+class CoreRunner:
+    """An exported core loaded by its runtime: `runner(inputs) -> (chunk_sums, chunk_counts)` on numpy arrays in
+    `INPUT_NAMES` order, with the `fingerprint` of the weights it was exported from and its output `width` (either
+    `None` when the graph does not say). A file the runtime cannot read is a `ValueError` naming it."""
+
+    def __init__(self, backend: str, path: str | Path):
+        self.backend, self.path = backend, Path(path)
+        try:
+            if backend == "onnx":
+                self._load_onnx()
+            else:
+                self._load_openvino()
+        except (ImportError, ValueError):
+            raise
+        except Exception as error:  # the runtimes' own protobuf / IR errors: name the file and what to do
+            raise ValueError(f"cannot load {str(self.path)!r} as an {backend} graph (it is damaged, empty, truncated "
+                             f"or not an exported core): {error}. Re-run `contextembed export`") from error
+
+    def _load_onnx(self) -> None:
         import onnxruntime
 
-        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        return lambda inputs: session.run(None, dict(zip(INPUT_NAMES, inputs)))
-    import openvino as ov
+        session = onnxruntime.InferenceSession(str(self.path), providers=["CPUExecutionProvider"])
+        self.fingerprint = session.get_modelmeta().custom_metadata_map.get(FINGERPRINT_KEY)
+        width = session.get_outputs()[0].shape[-1]
+        self.width = width if isinstance(width, int) else None
+        self._run = lambda inputs: session.run(None, dict(zip(INPUT_NAMES, inputs)))
 
-    # float32 inference: on CPUs with bf16 units OpenVINO would otherwise compute in bfloat16 by default.
-    compiled = ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    return lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())
+    def _load_openvino(self) -> None:
+        import openvino as ov
+
+        core = ov.Core()
+        graph = core.read_model(str(self.path))
+        self.fingerprint = (graph.get_rt_info([FINGERPRINT_KEY]).astype(str) if graph.has_rt_info([FINGERPRINT_KEY])
+                            else None)
+        width = graph.outputs[0].get_partial_shape()[-1]
+        self.width = width.get_length() if width.is_static else None
+        # float32 inference: on CPUs with bf16 units OpenVINO would otherwise compute in bfloat16 by default.
+        compiled = core.compile_model(graph, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        self._run = lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())
+
+    def __call__(self, inputs):
+        return self._run(inputs)
 
 
 class BackendModel:
@@ -47,11 +78,21 @@ class BackendModel:
     device = torch.device("cpu")
     dtype = torch.float32
 
-    def __init__(self, config: ContextEmbedConfig, backend: str, file: Path):
+    def __init__(self, config: ContextEmbedConfig, backend: str, file: Path, fingerprint: str | None = None):
+        """`fingerprint`: the checkpoint's `weights_fingerprint`; the graph must have been exported from it."""
         self.config = config
         self.backend = backend
         self.file = file
-        self._run = core_runner(backend, file)
+        self._run = CoreRunner(backend, file)
+        if self._run.width is not None and self._run.width != config.full_dim:
+            raise ValueError(f"{file} computes {self._run.width}-d vectors but the checkpoint's are "
+                             f"{config.full_dim}-d: the graph was exported from another checkpoint. Re-run "
+                             "`contextembed export` on this one")
+        if fingerprint is not None and self._run.fingerprint != fingerprint:
+            what = ("does not say which weights it was exported from (an older export)" if self._run.fingerprint
+                    is None else "was exported from other weights than this checkpoint's")
+            raise ValueError(f"{file} {what}: it would return another model's vectors. Re-run `contextembed "
+                             "export` on this checkpoint")
 
     @classmethod
     def from_pretrained(cls, path: str | Path, backend: str, file_name: str | None = None) -> BackendModel:
@@ -67,7 +108,7 @@ class BackendModel:
         if not file.is_file():
             raise ValueError(f"{path} has no {file.relative_to(path)}: run `contextembed export {path} --format "
                              f"{backend}` first")
-        return cls(ContextEmbedConfig.from_pretrained(path), backend, file)
+        return cls(ContextEmbedConfig.from_pretrained(path), backend, file, weights_fingerprint(path))
 
     def eval(self) -> BackendModel:
         return self
@@ -91,16 +132,15 @@ class BackendModel:
         """The features `ContextEmbedProcessor.pad` makes (chunk mask as `attention_mask`) -> chunk vectors."""
         if unused.get("token_type_ids") is not None:
             raise ValueError("the exported core takes no token_type_ids (the processor makes none)")
-        window = self.config.max_seq_length
-        if max_seq_length is not None:
-            window = min(window, int(torch.as_tensor(max_seq_length).max()))
         sums, counts = late_chunk_sums(
-            self._core, input_ids, token_attention_mask, chunk_ids, attention_mask.shape[1], window,
-            width=self.config.full_dim, head_tokens=self.config.window_head_tokens,
-            overlap=self.config.window_overlap, pad_id=pad_token_id(self.config),
+            self._core, input_ids, token_attention_mask, chunk_ids, attention_mask.shape[1],
+            window_length(self.config, max_seq_length), width=self.config.full_dim,
+            head_tokens=self.config.window_head_tokens, overlap=self.config.window_overlap,
+            pad_id=pad_token_id(self.config),
         )
-        embeddings = cut_and_normalize(sums / counts.clamp(min=1.0).unsqueeze(-1), self.config, output_dim, normalize)
-        embeddings = embeddings * attention_mask.unsqueeze(-1).to(embeddings.dtype)
+        # The core projected the sums already, so the head only takes the mean, cuts and normalises.
+        embeddings = late_chunk_head(sums, counts, attention_mask, self.config, output_dim=output_dim,
+                                     normalize=normalize)
         return ContextEmbedOutput(chunk_embeddings=embeddings, chunk_mask=attention_mask.long())
 
     def _core(self, ids, mask, cids, num_chunks, token_type_ids):

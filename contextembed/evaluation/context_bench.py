@@ -177,7 +177,7 @@ def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:
 
 
 def run_context_bench(
-    encoder,
+    model,
     documents: Sequence[ContextDocument],
     queries: Sequence[ContextQuery],
     *,
@@ -204,17 +204,17 @@ def run_context_bench(
     if precision not in ("float32", "int8"):
         raise ValueError(f"precision must be 'float32' or 'int8', got {precision!r}")
     options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar, "precision": precision}
-    query_vectors = encoder.encode_queries([q.query for q in queries], **options)
+    query_vectors = model.encode_queries([q.query for q in queries], **options)
 
     results: dict[str, dict[str, float]] = {}
     for mode in modes:
         if mode == "contextual":
-            vectors = np.concatenate(encoder.encode_documents([d.sentences for d in documents], **options))
+            vectors = np.concatenate(model.encode_documents([d.sentences for d in documents], **options))
         elif mode == "independent":
-            vectors = np.concatenate(encoder.encode_documents([[s] for d in documents for s in d.sentences],
+            vectors = np.concatenate(model.encode_documents([[s] for d in documents for s in d.sentences],
                                                               **options))
         else:
-            vectors = np.concatenate(encoder.encode_documents([[" ".join(d.sentences)] for d in documents],
+            vectors = np.concatenate(model.encode_documents([[" ".join(d.sentences)] for d in documents],
                                                               **options))
         sentence_level = mode != "whole-document"
         rows = row_doc if sentence_level else np.arange(len(documents))

@@ -20,7 +20,7 @@ from contextembed.search import exact_search
 CONTEB_MODES = ("contextual", "independent")
 
 
-def run_conteb(encoder, tasks: Sequence[ChunkTask], *, k: int = 10, modes: Sequence[str] = CONTEB_MODES,
+def run_conteb(model, tasks: Sequence[ChunkTask], *, k: int = 10, modes: Sequence[str] = CONTEB_MODES,
                batch_size: int = 32, show_progress_bar: bool | None = None) -> dict:
     """`{mode: {"tasks": {task: {"ndcg@k": ..., "doc_ndcg@k": ...}}, "mean": {...}}}`."""
     for mode in modes:
@@ -32,13 +32,13 @@ def run_conteb(encoder, tasks: Sequence[ChunkTask], *, k: int = 10, modes: Seque
         per_task = {}
         for task in tasks:
             if mode == "contextual":
-                vectors = encoder.encode_documents(task.documents, **options)
+                vectors = model.encode_documents(task.documents, **options)
             else:
-                vectors = encoder.encode_documents([[c] for doc in task.documents for c in doc], **options)
+                vectors = model.encode_documents([[c] for doc in task.documents for c in doc], **options)
             vectors = np.concatenate(vectors)
             row_doc = np.repeat(np.arange(len(task.documents)), [len(d) for d in task.documents])
             row_ids = [c for doc in task.chunk_ids for c in doc]
-            queries = encoder.encode_queries(task.queries, **options)
+            queries = model.encode_queries(task.queries, **options)
             found = exact_search(queries, vectors, row_doc, top_k_documents=len(task.documents),
                                  top_k_chunks=min(1000, len(vectors)), best_chunks=False)
             chunk_run, doc_run, chunk_qrels, doc_qrels = {}, {}, {}, {}
@@ -75,7 +75,7 @@ def truncate_to_tokens(processor, texts: Sequence[str], max_tokens: int = 512, t
     return out
 
 
-def run_q2d(encoder, dataset: BeirDataset, *, max_tokens: int = 512, chunker=None, ks_recall: Sequence[int] = (1000,),
+def run_q2d(model, dataset: BeirDataset, *, max_tokens: int = 512, chunker=None, ks_recall: Sequence[int] = (1000,),
             ks_ndcg: Sequence[int] = (10,), batch_size: int = 32, show_progress_bar: bool | None = None) -> dict:
     """`{relevance set: {"recall@1000": ..., "ndcg@10": ..., "queries": n, "queries_without_positives": m}}`.
 
@@ -84,16 +84,16 @@ def run_q2d(encoder, dataset: BeirDataset, *, max_tokens: int = 512, chunker=Non
     """
     options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
     doc_ids = list(dataset.corpus)
-    texts = truncate_to_tokens(encoder.processor, [dataset.corpus[d] for d in doc_ids], max_tokens, "document")
+    texts = truncate_to_tokens(model.processor, [dataset.corpus[d] for d in doc_ids], max_tokens, "document")
     if chunker is None:
-        vectors = encoder.encode_documents([[t] for t in texts], **options)
+        vectors = model.encode_documents([[t] for t in texts], **options)
     else:
-        vectors = [r.embeddings for r in encoder.encode_documents(texts, chunker=chunker, **options)]
+        vectors = [r.embeddings for r in model.encode_documents(texts, chunker=chunker, **options)]
     row_doc = np.repeat(np.arange(len(doc_ids)), [len(v) for v in vectors])
     vectors = np.concatenate(vectors)
     query_ids = list(dataset.queries)
-    query_texts = truncate_to_tokens(encoder.processor, [dataset.queries[q] for q in query_ids], max_tokens, "query")
-    queries = encoder.encode_queries(query_texts, **options)
+    query_texts = truncate_to_tokens(model.processor, [dataset.queries[q] for q in query_ids], max_tokens, "query")
+    queries = model.encode_queries(query_texts, **options)
     depth = min(max([*ks_recall, *ks_ndcg]), len(doc_ids))
     found = exact_search(queries, vectors, row_doc, top_k_documents=depth, top_k_chunks=1, best_chunks=False)
     run = {qid: {doc_ids[d]: float(s) for d, s in zip(found.doc_ids[i], found.doc_scores[i])}

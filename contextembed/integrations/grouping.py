@@ -9,14 +9,42 @@ caller chose to encode chunks without a source id as one-chunk documents (`missi
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Literal
 
 import numpy as np
 
 MISSING_SOURCE = ("error", "alone")
+MissingSource = Literal["error", "alone"]
+EmptyChunks = Literal["error", "zero"]
+
+
+def chunk_lists(documents, what: str = "documents") -> list[list[str]]:
+    """`documents` as lists of chunk strings; a bare string where a list of chunks belongs is an error, not a list
+    of its characters.
+
+    >>> chunk_lists([["a", "b"], ("c",)])
+    [['a', 'b'], ['c']]
+    >>> chunk_lists(["rent"])
+    Traceback (most recent call last):
+    ...
+    ValueError: documents[0] must be a list of chunk strings, got a str ('rent'): wrap a one-chunk document as ['rent']
+    """
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence):
+        raise ValueError(f"{what} must be a list of documents, each a list of chunk strings, got "
+                         f"{type(documents).__name__}")
+    lists = []
+    for i, document in enumerate(documents):
+        if isinstance(document, str):
+            raise ValueError(f"{what}[{i}] must be a list of chunk strings, got a str ({document[:40]!r}): wrap a "
+                             f"one-chunk document as [{document[:40]!r}]")
+        if not isinstance(document, Sequence) or not all(isinstance(c, str) for c in document):
+            raise ValueError(f"{what}[{i}] must be a list of chunk strings, got {type(document).__name__}")
+        lists.append(list(document))
+    return lists
 
 
 def group_chunks(sources: Sequence[Hashable | None], positions: Sequence[float | None], *,
-                 missing_source: str = "error", what: str = "chunk") -> list[list[int]]:
+                 missing_source: MissingSource = "error", what: str = "chunk") -> list[list[int]]:
     """Indices of the chunks of each document: documents in order of first appearance, chunks by position.
 
     >>> group_chunks(["b", "a", "b", "a"], [7, 0, 2, 5])
@@ -59,8 +87,9 @@ def group_chunks(sources: Sequence[Hashable | None], positions: Sequence[float |
     return ordered
 
 
-def encode_grouped(embedder, texts: Sequence[str], sources: Sequence[Hashable | None],
-                   positions: Sequence[float | None], *, missing_source: str = "error", empty_chunks: str = "error",
+def encode_grouped(model, texts: Sequence[str], sources: Sequence[Hashable | None],
+                   positions: Sequence[float | None], *, missing_source: MissingSource = "error",
+                   empty_chunks: EmptyChunks = "error",
                    what: str = "chunk", **encode_kwargs) -> list[np.ndarray]:
     """One contextual vector per chunk, in input order: each document's chunks encoded together, in order.
 
@@ -77,8 +106,8 @@ def encode_grouped(embedder, texts: Sequence[str], sources: Sequence[Hashable | 
             raise ValueError(f"{what} {i} (document {sources[i]!r}) has empty text: it has nothing to embed "
                              "(empty_chunks='zero' keeps an all-zero vector for it)")
     groups = group_chunks(sources, positions, missing_source=missing_source, what=what)
-    vectors = embedder.encode_documents([[texts[i] for i in group] for group in groups], empty_chunks=empty_chunks,
-                                        **encode_kwargs)
+    vectors = model.encode_documents([[texts[i] for i in group] for group in groups], empty_chunks=empty_chunks,
+                                     **encode_kwargs)
     out: list[np.ndarray | None] = [None] * len(texts)
     for group, rows in zip(groups, vectors):
         for i, row in zip(group, rows):

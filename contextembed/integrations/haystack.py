@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 
-from haystack import Document, component, default_from_dict, default_to_dict
+try:
+    from haystack import Document, component, default_from_dict, default_to_dict
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError('the Haystack integration needs haystack-ai: pip install "contextembed[haystack]"') from error
 
-from contextembed.integrations.grouping import encode_grouped
+import contextembed
+from contextembed.integrations.grouping import (
+    MISSING_SOURCE,
+    EmptyChunks,
+    MissingSource,
+    encode_grouped,
+)
 
-
-def _load(model: str):
-    import contextembed
-
-    return contextembed.load(model or None)
+EMPTY_CHUNKS = ("error", "zero")
 
 
 @component
@@ -43,14 +48,19 @@ class ContextualDocumentEmbedder:
     """
 
     def __init__(self, model: str = "", source_id_field: str = "source_id", order_field: str = "split_id",
-                 output_dim: int | None = None, missing_source: str = "error", empty_chunks: str = "error"):
-        self.model, self.source_id_field, self.order_field = model, source_id_field, order_field
+                 output_dim: int | None = None, missing_source: MissingSource = "error",
+                 empty_chunks: EmptyChunks = "error"):
+        if missing_source not in MISSING_SOURCE:
+            raise ValueError(f"missing_source must be one of {MISSING_SOURCE}, got {missing_source!r}")
+        if empty_chunks not in EMPTY_CHUNKS:
+            raise ValueError(f"empty_chunks must be one of {EMPTY_CHUNKS}, got {empty_chunks!r}")
+        self.model, self.source_id_field, self.order_field = _model_name(model), source_id_field, order_field
         self.output_dim, self.missing_source, self.empty_chunks = output_dim, missing_source, empty_chunks
-        self._encoder = None
+        self._model = None
 
     def warm_up(self) -> None:
-        if self._encoder is None:
-            self._encoder = _load(self.model)
+        if self._model is None:
+            self._model = contextembed.load(self.model)
 
     def to_dict(self) -> dict:
         return default_to_dict(self, model=self.model, source_id_field=self.source_id_field,
@@ -64,11 +74,12 @@ class ContextualDocumentEmbedder:
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict:
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
-            raise TypeError("ContextualDocumentEmbedder expects a list of Documents")
+            raise ValueError("ContextualDocumentEmbedder expects a list of Documents, got "
+                             f"{type(documents).__name__}")
         if not documents:
             return {"documents": []}
         self.warm_up()
-        vectors = encode_grouped(self._encoder, [d.content or "" for d in documents],
+        vectors = encode_grouped(self._model, [d.content or "" for d in documents],
                                  [d.meta.get(self.source_id_field) for d in documents],
                                  [d.meta.get(self.order_field) for d in documents],
                                  missing_source=self.missing_source, empty_chunks=self.empty_chunks,
@@ -81,12 +92,12 @@ class ContextualTextEmbedder:
     """Embed a query (with the checkpoint's query prefix) for an embedding retriever."""
 
     def __init__(self, model: str = "", output_dim: int | None = None):
-        self.model, self.output_dim = model, output_dim
-        self._encoder = None
+        self.model, self.output_dim = _model_name(model), output_dim
+        self._model = None
 
     def warm_up(self) -> None:
-        if self._encoder is None:
-            self._encoder = _load(self.model)
+        if self._model is None:
+            self._model = contextembed.load(self.model)
 
     def to_dict(self) -> dict:
         return default_to_dict(self, model=self.model, output_dim=self.output_dim)
@@ -98,6 +109,15 @@ class ContextualTextEmbedder:
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict:
         if not isinstance(text, str):
-            raise TypeError("ContextualTextEmbedder expects a string; use ContextualDocumentEmbedder for Documents")
+            raise ValueError("ContextualTextEmbedder expects a string; use ContextualDocumentEmbedder for Documents, "
+                             f"got {type(text).__name__}")
         self.warm_up()
-        return {"embedding": self._encoder.encode_queries([text], output_dim=self.output_dim)[0].tolist()}
+        return {"embedding": self._model.encode_queries([text], output_dim=self.output_dim)[0].tolist()}
+
+
+def _model_name(model) -> str:
+    # A pipeline serialises its components, so they take the model by name (a path or Hub id; "" is the default).
+    if not isinstance(model, str):
+        raise ValueError(f"model must be a checkpoint path or Hub id ('' for the default model), got "
+                         f"{type(model).__name__}: a Haystack component is serialised with its pipeline")
+    return model

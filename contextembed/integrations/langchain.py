@@ -30,21 +30,17 @@ import uuid
 from collections import defaultdict, deque
 from collections.abc import Iterator, Sequence
 
-from langchain_core.documents import BaseDocumentTransformer, Document
-from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import VectorStore
+try:
+    from langchain_core.documents import BaseDocumentTransformer, Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError('the LangChain integration needs langchain-core: pip install "contextembed[langchain]"') from error
 
-from contextembed.integrations.grouping import encode_grouped
+import contextembed
+from contextembed.integrations.grouping import MissingSource, chunk_lists, encode_grouped
 
 PARENT_ID, CHUNK_INDEX, CHUNKS, START, END = "parent_id", "chunk_index", "n_chunks", "start_index", "end_index"
-
-
-def _load(model):
-    if model is None or isinstance(model, str):
-        import contextembed
-
-        return contextembed.load(model)
-    return model
 
 
 class ContextualEmbeddings(Embeddings):
@@ -57,8 +53,9 @@ class ContextualEmbeddings(Embeddings):
         batch_size: most documents per forward pass.
     """
 
-    def __init__(self, model=None, *, output_dim: int | None = None, strict: bool = False, batch_size: int = 32):
-        self.encoder = _load(model)
+    def __init__(self, model: contextembed.ContextEmbedder | str | None = None, *, output_dim: int | None = None,
+                 strict: bool = False, batch_size: int = 32):
+        self.model = contextembed.load(model)
         self.output_dim = output_dim
         self.strict = strict
         self.batch_size = batch_size
@@ -68,7 +65,7 @@ class ContextualEmbeddings(Embeddings):
         return {"output_dim": self.output_dim, "batch_size": self.batch_size}
 
     def embed_query(self, text: str) -> list[float]:
-        return self.encoder.encode_queries([text], **self._options())[0].tolist()
+        return self.model.encode_queries([text], **self._options())[0].tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Staged texts get their contextual vectors; any other text is encoded as a one-chunk document."""
@@ -84,14 +81,15 @@ class ContextualEmbeddings(Embeddings):
             else:
                 alone.append(i)
         if alone:
-            vectors = self.encoder.encode_documents([[texts[i]] for i in alone], **self._options())
+            vectors = self.model.encode_documents([[texts[i]] for i in alone], **self._options())
             for i, vector in zip(alone, vectors):
                 out[i] = vector[0].tolist()
         return out
 
     def embed_documents_grouped(self, documents: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Several documents, each a list of its chunks: one list of chunk vectors per document."""
-        return [v.tolist() for v in self.encoder.encode_documents([list(d) for d in documents], **self._options())]
+        documents = chunk_lists(documents, "documents")
+        return [v.tolist() for v in self.model.encode_documents(documents, **self._options())]
 
     @contextlib.contextmanager
     def precomputed(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> Iterator[dict[str, deque]]:
@@ -109,18 +107,18 @@ class ContextualEmbeddings(Embeddings):
         finally:
             self._staged.reset(token)
 
-    def contextual(self, chunks: Sequence[Document], *, missing_source: str = "error"):
+    def contextual(self, chunks: Sequence[Document], *, missing_source: MissingSource = "error"):
         """Stage the contextual vectors of chunk `Document`s (from `ContextualSplitter`, or any splitter whose
         chunks carry `parent_id` and `chunk_index` or `start_index` in their metadata). Use as a `with` block."""
         return self.precomputed([c.page_content for c in chunks], self.embed_chunks(chunks,
                                                                                     missing_source=missing_source))
 
-    def embed_chunks(self, chunks: Sequence[Document], *, missing_source: str = "error") -> list[list[float]]:
+    def embed_chunks(self, chunks: Sequence[Document], *, missing_source: MissingSource = "error") -> list[list[float]]:
         """One contextual vector per chunk `Document`, in input order, grouped by `metadata["parent_id"]` and
         ordered by `metadata["chunk_index"]` (else `metadata["start_index"]`)."""
         sources = [c.metadata.get(PARENT_ID) for c in chunks]
         positions = [c.metadata.get(CHUNK_INDEX, c.metadata.get(START)) for c in chunks]
-        vectors = encode_grouped(self.encoder, [c.page_content for c in chunks], sources, positions,
+        vectors = encode_grouped(self.model, [c.page_content for c in chunks], sources, positions,
                                  missing_source=missing_source, what="chunk Document", **self._options())
         return [v.tolist() for v in vectors]
 

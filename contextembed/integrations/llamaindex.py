@@ -23,57 +23,68 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship
-from pydantic import Field, PrivateAttr
+try:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship
+    from pydantic import Field, PrivateAttr
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError('the LlamaIndex integration needs llama-index-core: pip install "contextembed[llamaindex]"'
+                      ) from error
 
-from contextembed.integrations.grouping import encode_grouped
+import contextembed
+from contextembed.integrations.grouping import MISSING_SOURCE, MissingSource, encode_grouped
 
 
 class ContextualEmbedding(BaseEmbedding):
     """contextembed as a LlamaIndex embedding model and node transformation.
 
     Args:
-        model_name: a checkpoint path or Hub id; empty for the default model (loaded on first use, once per
-            process, so the object pickles for `num_workers`).
+        model: a loaded `ContextEmbedder`, or a checkpoint path or Hub id (empty for the default model, loaded on
+            first use, once per process). Stored as LlamaIndex's `model_name` (a loaded model's own path), which is
+            what a `num_workers` worker reloads: the weights are never pickled.
         output_dim: Matryoshka size of every vector (the checkpoint's default when `None`).
         metadata_mode: which node metadata is embedded with the text (`MetadataMode.NONE` by default).
         missing_source: nodes without a `ref_doc_id`: `"error"` (default) or `"alone"` (one-chunk documents).
-        encoder: an already loaded `ContextEmbedder` (not serialised; `model_name` is what a worker reloads).
     """
 
     model_name: str = Field(default="", description="contextembed checkpoint path or Hub id ('' = default model)")
     output_dim: int | None = Field(default=None, description="Matryoshka size of the vectors")
     metadata_mode: MetadataMode = Field(default=MetadataMode.NONE)
-    missing_source: str = Field(default="error")
-    _encoder: Any = PrivateAttr(default=None)
+    missing_source: MissingSource = Field(default="error")
+    _model: Any = PrivateAttr(default=None)
 
-    def __init__(self, model_name: str = "", *, encoder=None, **kwargs):
-        super().__init__(model_name=model_name, **kwargs)
-        self._encoder = encoder
+    def __init__(self, model: contextembed.ContextEmbedder | str = "", **kwargs):
+        loaded = model if isinstance(model, contextembed.ContextEmbedder) else None
+        name = loaded.config.name_or_path if loaded is not None else model
+        if not isinstance(name, str):
+            raise ValueError(f"model must be a loaded ContextEmbedder or a checkpoint path or Hub id, got "
+                             f"{type(model).__name__}")
+        if kwargs.get("missing_source", "error") not in MISSING_SOURCE:
+            raise ValueError(f"missing_source must be one of {MISSING_SOURCE}, got {kwargs['missing_source']!r}")
+        super().__init__(model_name=kwargs.pop("model_name", name), **kwargs)
+        self._model = loaded
 
     @classmethod
     def class_name(cls) -> str:
         return "ContextualEmbedding"
 
     @property
-    def encoder(self):
-        if self._encoder is None:
-            import contextembed
-
-            self._encoder = contextembed.load(self.model_name or None)
-        return self._encoder
+    def model(self) -> contextembed.ContextEmbedder:
+        """The loaded model (loaded from `model_name` on first use)."""
+        if self._model is None:
+            self._model = contextembed.load(self.model_name)
+        return self._model
 
     def __getstate__(self):
         state = super().__getstate__()
         private = dict(state.get("__pydantic_private__") or {})
-        private["_encoder"] = None  # workers reload from model_name instead of receiving the weights by pickle
+        private["_model"] = None  # workers reload from model_name instead of receiving the weights by pickle
         return {**state, "__pydantic_private__": private}
 
     # The embedding-model interface: queries, and any other text as a one-chunk document.
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self.encoder.encode_queries([query], output_dim=self.output_dim)[0].tolist()
+        return self.model.encode_queries([query], output_dim=self.output_dim)[0].tolist()
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
@@ -82,7 +93,7 @@ class ContextualEmbedding(BaseEmbedding):
         return self._get_text_embeddings([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return [v[0].tolist() for v in self.encoder.encode_documents([[t] for t in texts],
+        return [v[0].tolist() for v in self.model.encode_documents([[t] for t in texts],
                                                                      output_dim=self.output_dim)]
 
     # The transformation: nodes grouped into their documents.
@@ -98,7 +109,7 @@ class ContextualEmbedding(BaseEmbedding):
         by_id = {node.node_id: node for node in nodes}
         positions = [0 if isinstance(node, Document) else node.start_char_idx if node.start_char_idx is not None
                      else _chain_position(node, by_id) for node in nodes]
-        vectors = encode_grouped(self.encoder, texts, sources, positions,
+        vectors = encode_grouped(self.model, texts, sources, positions,
                                  missing_source=self.missing_source, what="node", output_dim=self.output_dim)
         for node, vector in zip(nodes, vectors):
             node.embedding = vector.tolist()

@@ -18,19 +18,29 @@ each on its own GPU).
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
+
+try:
+    import pyarrow as pa
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError('the Ray Data integration needs ray[data] and pyarrow: pip install "contextembed[ray]"') from error
+
+import contextembed
+from contextembed.integrations.grouping import chunk_lists
 
 COLUMNS = ("doc_id", "chunk_index", "start", "end", "text", "embedding")
 
 
 class ChunkEmbedder:
-    """The callable class `map_batches` runs on each actor: loads the model once, embeds batches of documents."""
+    """The callable class `map_batches` runs on each actor: loads the model once, embeds batches of documents.
+
+    Ids must be unique: two rows with one id would give colliding `(doc_id, chunk_index)` keys, so a batch that
+    holds an id twice is an error (rows of one id in different batches cannot be seen from one actor: deduplicate
+    the dataset by id first if it may hold repeats).
+    """
 
     def __init__(self, model: str = "", chunker=None, output_dim: int | None = None, device: str | None = None,
                  dtype: str | None = None):
-        import contextembed
-
-        self.encoder = contextembed.load(model or None, device=device, dtype=dtype)
+        self.model = contextembed.load(model, device=device, dtype=dtype)
         self.chunker, self.output_dim = chunker, output_dim
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -40,18 +50,24 @@ class ChunkEmbedder:
         ids = batch.column("id").to_pylist()
         if any(i is None for i in ids):
             raise ValueError(f"document {ids.index(None)} of the batch has no id")
+        seen: dict = {}
+        for row, doc_id in enumerate(ids):
+            if doc_id in seen:
+                raise ValueError(f"rows {seen[doc_id]} and {row} of the batch share the id {doc_id!r}: their chunk "
+                                 "rows would collide on (doc_id, chunk_index); give every document its own id")
+            seen[doc_id] = row
         starts: list[int | None]
         if "chunks" in names:
             if self.chunker is not None:
                 raise ValueError("rows with 'chunks' are already split: a chunker applies to 'text' rows only")
-            documents = batch.column("chunks").to_pylist()
-            vectors = self.encoder.encode_documents(documents, output_dim=self.output_dim)
+            documents = chunk_lists(batch.column("chunks").to_pylist(), "the 'chunks' column")
+            vectors = self.model.encode_documents(documents, output_dim=self.output_dim)
             texts = [chunk for chunks in documents for chunk in chunks]
             starts = ends = [None] * len(texts)
         else:
             if self.chunker is None:
                 raise ValueError("rows with raw 'text' need a chunker (for example chunker='sentences')")
-            results = self.encoder.encode_documents(batch.column("text").to_pylist(), chunker=self.chunker,
+            results = self.model.encode_documents(batch.column("text").to_pylist(), chunker=self.chunker,
                                                     output_dim=self.output_dim)
             vectors = [r.embeddings for r in results]
             chunks = [c for r in results for c in r.chunks]

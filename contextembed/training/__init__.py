@@ -3,8 +3,9 @@
     pip install 'contextembed[train]'
 
 `contextembed.training.data` (training documents with gold spans, batches by family), `.losses` (L_doc, L_dist,
-int8 QAT, pure functions), `.sources` (training data built from installed packages) and `.trainer`
-(transformers' `Trainer` with LoRA from peft, imported on first use).
+int8 QAT, pure functions), `.sources` (training data built from installed packages), `.config` (`TrainConfig`),
+`.batches` (the planned batches and their collator), `.model` (the loss step) and `.trainer` (transformers'
+`Trainer` with LoRA from peft); each is imported on first use.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ __all__ = ["TrainConfig", "train"]
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        from contextembed.training import trainer
+    if name == "TrainConfig":  # needs neither peft nor transformers' Trainer
+        from contextembed.training.config import TrainConfig
 
-        return getattr(trainer, name)
+        return TrainConfig
+    if name == "train":
+        from contextembed.training.trainer import train
+
+        return train
     raise AttributeError(f"module 'contextembed.training' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from pathlib import Path
 from contextembed.chunking import Chunk, TokenWindows
 
 Span = tuple[int, int]
-CHUNKINGS = ("sentences", "paragraphs", "tokens")
+TRAINING_CHUNKERS = ("sentences", "paragraphs", "tokens")  # the chunkers of CHUNKERS that training draws from
 TOKEN_WINDOW_SIZES = (64, 128, 256, 512)
 
 
@@ -79,16 +79,16 @@ def read_documents(path: str | Path) -> list[TrainingDocument]:
     return documents
 
 
-def chunk_document(document: TrainingDocument, chunking: str, tokenizer=None, window: int = 128) -> list[Chunk]:
-    """The document's chunks under one chunking strategy, as `Chunk`s with character offsets."""
-    if chunking == "sentences":
+def chunk_document(document: TrainingDocument, chunker: str, tokenizer=None, window: int = 128) -> list[Chunk]:
+    """The document's chunks under one of `TRAINING_CHUNKERS`, as `Chunk`s with character offsets."""
+    if chunker == "sentences":
         spans = document.sentences
-    elif chunking == "paragraphs":
+    elif chunker == "paragraphs":
         spans = document.paragraphs or document.sentences
-    elif chunking == "tokens":
+    elif chunker == "tokens":
         return TokenWindows(window)(document.text, tokenizer)
     else:
-        raise ValueError(f"chunking must be one of {CHUNKINGS}, got {chunking!r}")
+        raise ValueError(f"chunker must be one of {TRAINING_CHUNKERS}, got {chunker!r}")
     return [Chunk(document.text[s:e], s, e) for s, e in spans]
 
 

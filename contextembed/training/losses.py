@@ -13,10 +13,9 @@ Shapes: Q queries, B documents, C chunks per document (padded), D dimensions.
 
 from __future__ import annotations
 
-import math
-
 import torch
-from torch import nn
+
+from contextembed.quantization import int8_scale
 
 
 def chunk_scores(queries: torch.Tensor, chunks: torch.Tensor, chunk_mask: torch.Tensor) -> torch.Tensor:
@@ -44,7 +43,7 @@ def document_loss(scores: torch.Tensor, positives: torch.Tensor, temperature: to
     0.4032
     """
     document_scores = scores.max(dim=-1).values  # (Q, B)
-    return nn.functional.cross_entropy(document_scores / temperature, positives)
+    return torch.nn.functional.cross_entropy(document_scores / temperature, positives)
 
 
 def chunk_relevance(token_scores: torch.Tensor, token_chunks: torch.Tensor, num_chunks: int, top_n: int = 8
@@ -119,15 +118,6 @@ def fake_quantize_int8(vectors: torch.Tensor, clip_sigmas: float) -> torch.Tenso
     >>> [round(v, 4) for v in y[0].tolist()], bool(torch.equal(torch.autograd.grad(y.sum(), x)[0], torch.ones(1, 4)))
     ([0.5039, -0.5039, 0.5039, -0.5039], True)
     """
-    scale = 127.0 * math.sqrt(vectors.shape[-1]) / clip_sigmas
+    scale = int8_scale(vectors.shape[-1], clip_sigmas)
     quantized = torch.clamp(torch.round(vectors * scale), -127, 127) / scale
     return vectors + (quantized - vectors).detach()
-
-
-def cut_and_normalize(vectors: torch.Tensor, dim: int) -> torch.Tensor:
-    """Matryoshka: the first `dim` coordinates, re-normalised (zero rows stay zero).
-
-    >>> cut_and_normalize(torch.tensor([[3.0, 4.0, 12.0]]), 2).tolist()
-    [[0.6000000238418579, 0.800000011920929]]
-    """
-    return nn.functional.normalize(vectors[..., :dim], p=2, dim=-1)

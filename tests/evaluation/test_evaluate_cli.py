@@ -39,7 +39,7 @@ def test_evaluate_errors(tmp_path, capsys):
 
 
 def test_evaluate_a_given_folder(default_model_cache, tmp_path, capsys):
-    from contextembed.evaluation.cli import shipped_dataset
+    from contextembed.evaluation.datasets import shipped_dataset
 
     recipes = tmp_path / "recipes"  # a slice of the shipped recipes: 12 documents and their queries
     recipes.mkdir()

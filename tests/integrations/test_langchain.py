@@ -67,7 +67,7 @@ def reference(embeddings, chunks):
         by_parent.setdefault(chunk.metadata["parent_id"], []).append(chunk)
     expected = {}
     for parent, members in by_parent.items():
-        vectors = embeddings.encoder.encode_documents([[c.page_content for c in members]])[0]
+        vectors = embeddings.model.encode_documents([[c.page_content for c in members]])[0]
         expected.update({c.id: v for c, v in zip(members, vectors)})
     return expected
 

@@ -54,7 +54,7 @@ async def test_pipelines_keep_each_document_together(built, route, monkeypatch):
     else:
         nodes = pipeline.run(documents=documents(), num_workers=2)
     assert len({n.ref_doc_id for n in nodes}) == 2 and len(nodes) >= 4
-    expected = reference(embedding.encoder, nodes)
+    expected = reference(embedding.model, nodes)
     for node in nodes:
         np.testing.assert_allclose(node.embedding, expected[node.node_id], atol=1e-6)
     shared = [n for n in nodes if n.get_content().startswith("the rent is monthly")]
@@ -65,7 +65,7 @@ def test_it_pickles_without_its_weights_and_serves_queries(built):
     embedding = ContextualEmbedding(str(built["bert"][0]))
     query = embedding.get_query_embedding("the rent")
     restored = pickle.loads(pickle.dumps(embedding))
-    assert restored._encoder is None and restored.model_name == str(built["bert"][0])
+    assert restored._model is None and restored.model_name == str(built["bert"][0])
     np.testing.assert_allclose(restored.get_query_embedding("the rent"), query, atol=1e-6)
     assert len(embedding.get_text_embedding_batch(["the rent", "the lease"])) == 2  # flat texts: one-chunk documents
 
@@ -79,11 +79,11 @@ def test_careless_nodes_are_refused(built):
         embedding(nodes[:1])
     alone = ContextualEmbedding(str(built["bert"][0]), missing_source="alone")
     (node,) = alone([TextNode(text="the rent")])
-    np.testing.assert_allclose(node.embedding, alone.encoder.encode_documents([["the rent"]])[0][0], atol=1e-6)
+    np.testing.assert_allclose(node.embedding, alone.model.encode_documents([["the rent"]])[0][0], atol=1e-6)
 
 
 def test_the_lease_questions_through_a_llamaindex_retriever(default_encoder):
-    embedding = ContextualEmbedding(encoder=default_encoder)
+    embedding = ContextualEmbedding(default_encoder)
     lease_documents = [Document(text=text, id_=slug) for slug, text in leases().items()]
     lease_splitter = SentenceSplitter(chunk_size=64, chunk_overlap=0)
     contextual = VectorStoreIndex(IngestionPipeline(transformations=[lease_splitter, embedding]).run(

@@ -8,7 +8,7 @@ from torch.nn import functional as F
 from transformers import AutoModel
 
 from contextembed.modeling import ContextEmbedModel
-from contextembed.modeling.modeling_contextembed import chunk_sums_and_counts, late_chunk_mean
+from contextembed.modeling import chunk_sums_and_counts, late_chunk_mean
 
 DOCS = [
     ["the lease is for one year", "rent is two", "she is the tenant", "the company pays"],

@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from contextembed.modeling.modeling_contextembed import plan_windows
+from contextembed.modeling import plan_windows
 
 WORDS = "the lease rent tenant street company she table row section rule date year revision".split()
 
@@ -88,7 +88,9 @@ def oracle(model, processor, chunks, titles=None):
                     sums[body_cids[token]] += hidden[len(lead) + carry + token - ws]
                     counts[body_cids[token]] += 1
     with torch.inference_mode():
-        return model.project(sums / counts[:, None]), len(windows)
+        vectors = model.projection(sums / counts[:, None])
+    dim = model.config.output_dim or vectors.shape[-1]
+    return torch.nn.functional.normalize(vectors[:, :dim], dim=-1), len(windows)
 
 
 class TestWindows:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from contextembed.evaluation.cli import SHIPPED_FORMATS, shipped_dataset
+from contextembed.evaluation.datasets import SHIPPED_LAYOUTS, shipped_dataset
 from contextembed.evaluation.loaders import load_context_bench
 from contextembed.training.data import family_batches, read_documents, write_documents
 from contextembed.training.sources import exclude_evaluation_documents, recipe_documents, template_documents
@@ -40,7 +40,7 @@ def test_recipes_of_the_evaluation_set_are_excluded_by_title_and_by_minhash(tmp_
 
 def test_no_template_document_is_near_an_evaluation_document():
     texts = {}
-    for name in (n for n, f in SHIPPED_FORMATS.items() if f == "context-bench"):
+    for name in (n for n, f in SHIPPED_LAYOUTS.items() if f == "context-bench"):
         texts.update({f"{name}/{d.id}": "\n".join(d.sentences) for d in load_context_bench(shipped_dataset(name))[0]})
     documents = template_documents(families_per_kind=2)
     kept, dropped = exclude_evaluation_documents(documents, texts)

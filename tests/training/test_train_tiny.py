@@ -87,13 +87,14 @@ def test_bad_configs_name_the_field(tmp_path):
         TrainConfig.from_file(tmp_path / "run.json")
     with pytest.raises(ValueError, match="batch_size must be at least 2"):
         TrainConfig.from_file(None, batch_size=1)
-    with pytest.raises(ValueError, match="chunking_weights must weigh some of"):
+    with pytest.raises(ValueError, match="chunking_weights must map some of"):
         TrainConfig.from_file(None, chunking_weights={"words": 1.0})
 
 
 def test_documents_longer_than_the_window_train_through_the_windows(built):
     from contextembed.modeling import ContextEmbedProcessor
-    from contextembed.training.trainer import BatchCollator, ContextTrainingModel
+    from contextembed.training.batches import BatchCollator
+    from contextembed.training.model import ContextTrainingModel
 
     model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]),
                                  TrainConfig(lora_rank=4, chunking_weights={"sentences": 1.0}))
@@ -132,7 +133,8 @@ def test_the_keep_loss_compares_with_the_starting_model(built):
     """L_keep's reference is the checkpoint as built, however far training has moved the adapters and the
     separator row; with L_keep on, the batch carries whole-document inputs and the loss part is reported."""
     from contextembed.modeling import ContextEmbedProcessor
-    from contextembed.training.trainer import BatchCollator, ContextTrainingModel
+    from contextembed.training.batches import BatchCollator
+    from contextembed.training.model import ContextTrainingModel
 
     start = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
     config = TrainConfig(lora_rank=4, keep_weight=0.5, chunking_weights={"sentences": 1.0})
@@ -158,7 +160,7 @@ def test_the_keep_loss_compares_with_the_starting_model(built):
 
 
 def test_source_repeats_add_passes_over_one_source():
-    from contextembed.training.trainer import PlannedBatches
+    from contextembed.training.batches import PlannedBatches
 
     docs = [TrainingDocument(str(i), "long" if i < 4 else "short", "long" if i < 4 else "short", "x", [(0, 1)], [],
                              [TrainingQuery("q", [(0, 1)])]) for i in range(12)]

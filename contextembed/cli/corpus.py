@@ -1,0 +1,154 @@
+"""`contextembed search` and `contextembed encode`: a corpus of .txt/.md files, embedded, searched or written."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from contextembed.cli import options
+from contextembed.quantization import PRECISIONS
+
+
+def add_commands(commands) -> None:
+    search = commands.add_parser("search", help="search a folder of .txt/.md documents (or an encoded index)",
+                                 description="Embed every chunk of every document with its whole document in "
+                                             "view, then rank documents by their best chunk for the query. The "
+                                             "default model is English only.")
+    search.add_argument("path", help="a .txt/.md file, a folder of them, or an index written by 'encode'")
+    search.add_argument("query", help="the question to search for")
+    options.add_model_options(search)
+    options.add_chunk_options(search)
+    search.add_argument("--top-k", type=options.positive_int, default=3, help="documents to show (default 3)")
+    search.add_argument("--chunks-per-doc", type=options.positive_int, default=2,
+                        help="best chunks to show per document (default 2)")
+    search.add_argument("--context", type=options.non_negative_int, default=80,
+                        help="characters of context around a chunk (default 80)")
+    search.add_argument("--compare", action="store_true",
+                        help="also rank the chunks encoded one by one, without their document (the usual RAG "
+                             "pipeline), to see what context changes")
+    search.set_defaults(func=search_command)
+
+    encode = commands.add_parser("encode", help="write a corpus's chunk vectors and metadata to a folder",
+                                 description="Writes embeddings.npy (one row per chunk), chunks.jsonl (document, "
+                                             "chunk index, character offsets, text) and index.json (metadata): a "
+                                             "self-contained index that 'search' reads without the source files.")
+    encode.add_argument("path", help="a .txt/.md file or a folder of them")
+    encode.add_argument("output_dir", help="folder to write the index to (new or empty; or an index, with --overwrite)")
+    options.add_model_options(encode)
+    options.add_chunk_options(encode)
+    encode.add_argument("--precision", choices=PRECISIONS, default="float32", help="vector precision to store")
+    encode.add_argument("--overwrite", action="store_true", help="replace an index already in OUTPUT_DIR")
+    encode.add_argument("--ray-actors", type=options.positive_int, metavar="N",
+                        help="embed on Ray Data with N actors and write Parquet (one row per chunk: doc_id, "
+                             "chunk_index, start, end, text, embedding) instead of an index; needs "
+                             "pip install 'contextembed[ray]'")
+    encode.add_argument("--ray-address", help="Ray cluster to join (default: start a local Ray)")
+    encode.set_defaults(func=encode_command)
+
+
+def encode_command(args: argparse.Namespace) -> int:
+    from contextembed.corpus import read_corpus
+    from contextembed.index import check_index_target, write_index
+
+    if args.ray_actors is not None or args.ray_address is not None:
+        return _encode_on_ray(args)
+    chunker = options.chunker(args)
+    check_index_target(args.output_dir, args.overwrite)  # before the embedding, not after
+    _, documents = read_corpus(args.path)
+    model = options.load_model(args)
+    vectors, records = _embed(model, documents, chunker, args, args.precision)
+    meta = {"model": args.model or "default", "output_dim": args.output_dim or model.output_dim,
+            "precision": args.precision, "int8_clip_sigmas": model.config.int8_clip_sigmas,
+            "int8_scheme": model.config.int8_scheme,
+            "chunker": str(chunker), "num_documents": len(documents), "documents": [d.path for d in documents]}
+    out = write_index(args.output_dir, vectors, records, meta, overwrite=args.overwrite)
+    print(f"wrote {len(records)} chunk vectors of {len(documents)} documents ({args.precision}, "
+          f"{meta['output_dim']}-d) to {out}")
+    return 0
+
+
+def search_command(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from contextembed.display import show_comparison, show_results
+    from contextembed.index import is_index, read_index, restore_interrupted
+    from contextembed.search import exact_search
+
+    if not args.query.strip():
+        raise ValueError("the query is empty")
+    chunker = options.chunker(args)
+    restore_interrupted(args.path)
+    if is_index(args.path):
+        if args.compare:
+            raise ValueError("--compare re-embeds the chunks, so it needs the documents: pass the corpus folder")
+        index = read_index(args.path)
+        if args.output_dim is not None and args.output_dim != index.meta["output_dim"]:
+            raise ValueError(f"the index holds {index.meta['output_dim']}-d vectors, got --output-dim "
+                             f"{args.output_dim}")
+        model = options.load_model(args, args.model or _index_model(index))
+        vectors, records = index.embeddings, index.chunks
+        precision, output_dim = index.meta["precision"], index.meta["output_dim"]
+    else:
+        from contextembed.corpus import read_corpus
+
+        _, documents = read_corpus(args.path)
+        model = options.load_model(args)
+        vectors, records = _embed(model, documents, chunker, args)
+        precision, output_dim = "float32", args.output_dim or model.output_dim
+    query = model.encode_queries([args.query], output_dim=output_dim, precision=precision, show_progress_bar=False)
+    doc_ids = np.array([r["doc"] for r in records])
+    result = exact_search(query, vectors, doc_ids, top_k_documents=args.top_k, top_k_chunks=len(vectors),
+                          block_size=65536, precision=precision)
+    show_results(args.query, result, records, chunks_per_doc=args.chunks_per_doc, context=args.context,
+                 precision=precision, output_dim=output_dim,
+                 int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
+    if args.compare:
+        show_comparison(model, query, vectors, records, output_dim=args.output_dim, batch_size=args.batch_size)
+    return 0
+
+
+def _embed(model, documents, chunker, args: argparse.Namespace, precision: str = "float32"):
+    from contextembed.corpus import embed_corpus
+
+    return embed_corpus(model, documents, chunker, batch_size=args.batch_size, output_dim=args.output_dim,
+                        precision=precision, show_progress_bar=options.progress(args))
+
+
+def _index_model(index) -> str | None:
+    model = index.meta.get("model")
+    return None if model in (None, "default") else model
+
+
+def _encode_on_ray(args: argparse.Namespace) -> int:
+    from contextembed.corpus import read_corpus
+
+    actors = 2 if args.ray_actors is None else args.ray_actors
+    if args.precision != "float32":
+        raise ValueError("--ray-actors writes float32 vectors to Parquet; --precision applies to indexes only")
+    out = Path(args.output_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{args.output_dir} exists and is not an empty folder: the Parquet files need a new one")
+    chunker = options.chunker(args)
+    _, documents = read_corpus(args.path)
+    try:
+        import ray
+    except ImportError as error:
+        raise ImportError("--ray-actors needs Ray Data: pip install 'contextembed[ray]'") from error
+
+    from contextembed.integrations.ray import embed_dataset
+
+    started = not ray.is_initialized()  # a caller's Ray session is used as it is, and left running
+    if started:
+        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    try:
+        dataset = ray.data.from_items([{"id": d.path, "text": d.text} for d in documents])
+        chunks = embed_dataset(dataset, args.model or "", chunker=chunker, output_dim=args.output_dim,
+                               num_actors=actors, batch_size=max(1, min(args.batch_size, len(documents) // actors)),
+                               num_gpus=1 if args.device.startswith("cuda") else 0, dtype=args.dtype)
+        chunks.write_parquet(str(out))
+        rows = ray.data.read_parquet(str(out)).count()
+    finally:
+        if started:
+            ray.shutdown()
+    print(f"wrote {rows} chunk rows of {len(documents)} documents to Parquet files in {out} ({actors} Ray actors)")
+    return 0

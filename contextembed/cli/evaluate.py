@@ -1,0 +1,51 @@
+"""`contextembed evaluate`: a model on the shipped sets or a dataset folder, results as JSON and Markdown."""
+
+from __future__ import annotations
+
+import argparse
+
+from contextembed.cli import options
+from contextembed.evaluation.datasets import DATASET_LAYOUTS
+
+
+def add_commands(commands) -> None:
+    evaluate = commands.add_parser(
+        "evaluate", help="score a model on a context-bench, ConTEB or BEIR/Q2D-style dataset",
+        description="Embeds, searches exhaustively and scores. Without DATA, runs the shipped sets: three "
+                    "contextual ones in the context-bench layout (recipes, the Python FAQ, Wikipedia packs; late "
+                    "chunking vs each sentence alone vs one vector per document) and a plain-retrieval guard "
+                    "(Wikipedia descriptions -> summaries, BEIR layout, one vector per document). The default "
+                    "model is English only.")
+    evaluate.add_argument("data", nargs="?", help="dataset folder (default: the shipped sets)")
+    evaluate.add_argument("--format", choices=DATASET_LAYOUTS, default="context-bench", help="dataset layout")
+    options.add_model_options(evaluate, output_dim=False)
+    evaluate.add_argument("--k", type=options.positive_int, nargs="+", default=[1, 10], help="K values "
+                          "(context-bench)")
+    evaluate.add_argument("--max-tokens", type=options.positive_int, default=512,
+                          help="truncation for --format beir (Q2D rule)")
+    evaluate.add_argument("--chunker", help="for --format beir: split documents into chunks (e.g. sentences)")
+    evaluate.add_argument("--precision", choices=["float32", "int8"], default="float32",
+                          help="score float vectors or the checkpoint's int8 codes (context-bench layout)")
+    evaluate.add_argument("--out", default="evaluation-results", help="folder for results.json and results.md")
+    evaluate.set_defaults(func=evaluate_command)
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    from contextembed.evaluation.datasets import resolve_datasets
+    from contextembed.evaluation.run import evaluate_datasets, write_results
+
+    datasets = resolve_datasets(args.data, args.format)  # a mistyped folder fails before the model loads
+    model = options.load_model(args)
+    results, table = evaluate_datasets(model, datasets, ks=args.k, precision=args.precision,
+                                       max_tokens=args.max_tokens, chunker=args.chunker, batch_size=args.batch_size,
+                                       show_progress_bar=options.progress(args))
+    precision = "" if args.precision == "float32" else f"; {args.precision} codes"
+    header = (f"Model: {args.model or 'default (all-MiniLM-L6-v2 fine-tuned for late chunking)'}; data: "
+              f"{', '.join(datasets)}{precision}; metrics in %.\n\n")
+    payload = {"datasets": {n: str(p) for n, (p, _) in datasets.items()},
+               "formats": {n: f for n, (_, f) in datasets.items()}, "precision": args.precision,
+               "model": args.model or "default", "results": results}
+    json_file, md_file = write_results(args.out, payload, header + table)
+    print(header + table)
+    print(f"\nwrote {json_file} and {md_file}")
+    return 0

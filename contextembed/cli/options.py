@@ -1,0 +1,89 @@
+"""The options several commands share (model, backend, chunking) and the one way a command loads its model."""
+
+from __future__ import annotations
+
+import argparse
+
+from contextembed.backends.runtime import BACKENDS
+from contextembed.chunking import CHUNKERS
+from contextembed.encoder import DTYPES
+
+
+def positive_int(text: str) -> int:
+    """An argparse `type`: argparse puts the flag's name in front of the message (`argument --top-k: ...`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
+    return value
+
+
+def add_model_options(parser: argparse.ArgumentParser, *, output_dim: bool = True) -> None:
+    parser.add_argument("--model", help="checkpoint folder or Hub id (default: the packaged default model, "
+                        "English only)")
+    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--dtype", choices=DTYPES, help="weights' dtype (default float32; auto: bfloat16 where the "
+                        "device computes it natively, else float32)")
+    parser.add_argument("--backend", choices=BACKENDS, default="torch",
+                        help="torch (default), or a graph written by 'contextembed export' (CPU, float32)")
+    parser.add_argument("--backend-file", help="which exported graph to run (e.g. onnx/model_qint8.onnx)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="documents per forward pass (default 32)")
+    if output_dim:
+        parser.add_argument("--output-dim", type=positive_int, help="Matryoshka dimension (default: the full size)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def add_chunk_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chunker", choices=CHUNKERS, default="sentences", help="how to split documents "
+                        "(default sentences)")
+    parser.add_argument("--chunk-tokens", type=positive_int, default=128, help="window size for --chunker tokens")
+    parser.add_argument("--chunk-overlap", type=non_negative_int, default=0, help="overlap for --chunker tokens")
+
+
+def load_model(args: argparse.Namespace, model: str | None = None):
+    """The model `args` names (or `model`), on its device, dtype and backend: the one loader of every command."""
+    import contextembed
+
+    kwargs = {"device": args.device, "dtype": args.dtype}
+    if args.backend != "torch" or args.backend_file is not None:
+        kwargs = {"backend": args.backend, "file_name": args.backend_file,
+                  **{k: v for k, v in kwargs.items() if v not in (None, "cpu")}}
+    return contextembed.load(model or args.model, **kwargs)
+
+
+def chunker(args: argparse.Namespace):
+    """The chunker `add_chunk_options` describes: a name, or a `TokenWindows`."""
+    from contextembed.chunking import TokenWindows
+
+    if args.chunker != "tokens":
+        return args.chunker
+    if args.chunk_overlap >= args.chunk_tokens:
+        raise ValueError(f"--chunk-overlap ({args.chunk_overlap}) must be smaller than --chunk-tokens "
+                         f"({args.chunk_tokens})")
+    return TokenWindows(args.chunk_tokens, args.chunk_overlap)
+
+
+def progress(args: argparse.Namespace) -> bool | None:
+    return False if args.no_progress else None

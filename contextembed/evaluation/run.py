@@ -1,0 +1,56 @@
+"""Running an evaluation over several datasets, each with the protocol of its layout, and writing the results.
+
+`evaluate_datasets` is what `contextembed evaluate` calls; it knows datasets and protocols, not the command line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from contextembed.evaluation import loaders, protocols, report
+from contextembed.evaluation.context_bench import run_context_bench
+
+
+def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Sequence[int] = (1, 10),
+                      precision: str = "float32", max_tokens: int = 512, chunker=None, batch_size: int = 32,
+                      show_progress_bar: bool | None = None) -> tuple[dict, str]:
+    """Score `model` on each `{name: (folder, layout)}`; returns the results by dataset and their Markdown tables.
+
+    context-bench folders run late chunking vs each sentence alone vs one vector per document at `ks` and
+    `precision`; ConTEB folders the ConTEB protocol; BEIR folders the Q2D-Web protocol (truncated to `max_tokens`,
+    documents split by `chunker` when given).
+    """
+    if any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
+        raise ValueError(f"ks must be positive integers, got {list(ks)}")
+    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    ks = sorted(set(ks))
+    results, tables = {}, []
+    for name, (folder, layout) in datasets.items():
+        if layout == "context-bench":
+            documents, queries = loaders.load_context_bench(folder)
+            results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision, **options)
+            columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
+            table = report.context_bench_table(results[name], columns)
+            if any("by_capability" in r for r in results[name].values()):
+                table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks])
+        elif layout == "conteb":
+            folders = [folder] if any(folder.glob("documents.*")) else sorted(p for p in folder.iterdir() if p.is_dir())
+            results[name] = protocols.run_conteb(model, [loaders.load_conteb_task(f) for f in folders], **options)
+            table = report.conteb_table(results[name])
+        else:
+            results[name] = protocols.run_q2d(model, loaders.load_beir(folder), max_tokens=max_tokens,
+                                              chunker=chunker, **options)
+            table = report.q2d_table(results[name])
+        tables.append(f"#### {name}\n\n{table}")
+    return results, "\n\n".join(tables)
+
+
+def write_results(out: str | Path, payload: dict, markdown: str) -> tuple[Path, Path]:
+    """`results.json` (the payload) and `results.md` (the Markdown) in the folder `out`."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    (out / "results.md").write_text(markdown + "\n", encoding="utf-8")
+    return out / "results.json", out / "results.md"

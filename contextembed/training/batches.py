@@ -1,0 +1,112 @@
+"""The batches of a run: which documents each step sees (`PlannedBatches`) and how they become model inputs and
+teacher targets (`BatchCollator`). Both are seeded per batch, so a resumed run sees the same batches.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+
+from contextembed.training.config import TrainConfig
+from contextembed.training.data import (
+    TRAINING_CHUNKERS,
+    TOKEN_WINDOW_SIZES,
+    TrainingDocument,
+    chunk_document,
+    family_batches,
+    word_labels,
+)
+from contextembed.training.losses import chunk_relevance
+
+
+class PlannedBatches(torch.utils.data.Dataset):
+    """Step i's batch: document indices of one family, and a seed for its chunking and queries."""
+
+    def __init__(self, documents: list[TrainingDocument], config: TrainConfig):
+        sources = {d.source for d in documents}
+        unknown = sorted(set(config.source_repeats) - sources)
+        if unknown:
+            raise ValueError(f"source_repeats names sources {unknown} that no training document has "
+                             f"(sources: {sorted(sources)})")
+        repeated = {source: [i for i, d in enumerate(documents) if d.source == source]
+                    for source in config.source_repeats}
+        self.batches: list[list[int]] = []
+        epoch = 0
+        while len(self.batches) < config.max_steps:
+            seed = config.seed * 1000 + epoch
+            batches = family_batches(documents, config.batch_size, seed=seed)
+            if not batches:  # every epoch would be as empty: refuse instead of looping forever
+                raise ValueError(
+                    f"no batch can be formed from {len(documents)} training documents: a batch holds documents of "
+                    f"one family (the others are its negatives), and no family has 2 or more documents (families: "
+                    f"{len({d.family for d in documents})})")
+            for source, members in repeated.items():  # extra passes over one source, reshuffled
+                subset = [documents[i] for i in members]
+                for k in range(1, config.source_repeats[source]):
+                    batches += [[members[j] for j in b] for b in family_batches(subset, config.batch_size, seed + k)]
+            random.Random(seed).shuffle(batches)
+            self.batches += batches
+            epoch += 1
+        self.seed = config.seed
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, index: int) -> dict:
+        return {"documents": self.batches[index], "seed": self.seed * 1_000_003 + index}
+
+
+class BatchCollator:
+    """Turns one planned batch (document indices) into model inputs and teacher targets.
+
+    One chunker is drawn per batch; each document contributes one of its queries. Randomness comes
+    from the batch's own seed, so a resumed run sees the same batches.
+    """
+
+    def __init__(self, documents: list[TrainingDocument], processor, config: TrainConfig):
+        self.documents, self.processor, self.config = documents, processor, config
+        names = [n for n in TRAINING_CHUNKERS if config.chunking_weights.get(n, 0) > 0]
+        self.chunkers, self.weights = names, [config.chunking_weights[n] for n in names]
+
+    def __call__(self, items: list[dict]) -> dict:
+        (item,) = items
+        rng = random.Random(item["seed"])
+        chunker = rng.choices(self.chunkers, self.weights)[0]
+        window = rng.choice(TOKEN_WINDOW_SIZES)
+        docs = [self.documents[i] for i in item["documents"]]
+        chunk_lists = [chunk_document(d, chunker, self.processor.tokenizer, window) for d in docs]
+        queries = [rng.choice(d.queries) for d in docs]
+        documents = self.processor([[c.text for c in chunks] for chunks in chunk_lists], task="document")
+        query_inputs = self.processor([q.text for q in queries], task="query")
+        num_chunks = documents["attention_mask"].shape[1]
+        relevance = torch.stack([
+            self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)])
+        batch = {"documents": dict(documents), "queries": dict(query_inputs),
+                 "positives": torch.arange(len(docs)), "relevance": relevance}
+        if self.config.keep_weight > 0:
+            batch["plain"] = dict(self.processor([[_opening(d, self.config.keep_chars)] for d in docs],
+                                                 task="document"))
+        return batch
+
+    def _relevance(self, document, query, chunks, num_chunks) -> torch.Tensor:
+        labels = np.array(word_labels(document.text, query, self.config.evidence_weight)).reshape(-1, 3)
+        starts = np.array([c.start for c in chunks])
+        ends = np.array([c.end for c in chunks])
+        # Chunks are in document order: a word belongs to the last chunk starting at or before it, if it fits.
+        owner = np.searchsorted(starts, labels[:, 0], side="right") - 1
+        inside = (owner >= 0) & (labels[:, 1] <= ends[owner.clip(min=0)])
+        owner = np.where(inside, owner, -1)
+        return chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32), torch.from_numpy(owner),
+                               num_chunks, self.config.top_n)
+
+
+def _opening(document: TrainingDocument, max_chars: int) -> str:
+    """The document's first sentences, up to `max_chars` characters (at least its first sentence)."""
+    end = document.sentences[0][1]
+    for _, sentence_end in document.sentences[1:]:
+        if sentence_end > max_chars:
+            break
+        end = sentence_end
+    return document.text[:end]

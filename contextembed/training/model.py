@@ -1,0 +1,147 @@
+"""The model being trained: the checkpoint's model with LoRA adapters, a trainable separator row and the loss
+(`doc_weight · L_doc + dist_weight · L_dist` over the Matryoshka dims, int8 QAT when on, `keep_weight · L_keep`) in
+its forward, so transformers' `Trainer` runs it as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+from torch import nn
+
+try:
+    from peft import LoraConfig, get_peft_model
+    from peft.tuners.lora import LoraLayer
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError("training needs peft and accelerate: pip install 'contextembed[train]'") from error
+
+from contextembed.modeling import cut_and_normalize
+from contextembed.training.config import TrainConfig
+from contextembed.training.losses import (
+    chunk_scores,
+    distillation_loss,
+    document_loss,
+    fake_quantize_int8,
+    keep_loss,
+)
+
+
+class ContextTrainingModel(nn.Module):
+    """The checkpoint's model with LoRA adapters, a trainable separator row and the loss in its forward."""
+
+    def __init__(self, model, config: TrainConfig):
+        super().__init__()
+        self.config = config
+        self.dims = sorted(set(config.matryoshka_dims or model.config.allowed_dims) | {model.config.full_dim})
+        bad = [d for d in self.dims if d > model.config.full_dim]
+        if bad:
+            raise ValueError(f"matryoshka_dims {bad} exceed the checkpoint's {model.config.full_dim} dimensions")
+        for module in model.modules():  # dropout's random numbers cost more than they help here
+            if isinstance(module, nn.Dropout):
+                module.p = 0.0
+        for parameter in model.parameters():
+            parameter.requires_grad_(False)
+        model.backbone = get_peft_model(model.backbone, LoraConfig(
+            r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.0, target_modules="all-linear"))
+        for parameter in model.projection.parameters():
+            parameter.requires_grad_(True)
+        self.model = model
+        embeddings = model.get_input_embeddings()
+        self.separator_id = model.config.chunk_token_id
+        self.separator = nn.Parameter(embeddings.weight[self.separator_id].detach().clone())
+        self._hook = embeddings.register_forward_hook(self._use_trained_separator)
+        self.log_inverse_temperature = nn.Parameter(torch.tensor(-math.log(config.temperature)),
+                                                    requires_grad=config.learn_temperature)
+        self.quantize = False  # switched on for the last qat_fraction of the steps
+        self._base_pass = False  # True while the untrained model (adapters off, separator row as built) runs
+        # L_keep's reference projects with the projection as built (only kept when L_keep is on).
+        self.base_projection = copy.deepcopy(model.projection).requires_grad_(False) if config.keep_weight else None
+
+    def _use_trained_separator(self, module, args, output):
+        if self._base_pass:
+            return output
+        is_separator = (args[0] == self.separator_id).unsqueeze(-1)
+        return torch.where(is_separator, self.separator.to(output.dtype), output)
+
+    @property
+    def temperature(self) -> torch.Tensor:
+        return torch.exp(-self.log_inverse_temperature)
+
+    def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor,
+                plain: dict | None = None) -> dict:
+        chunks = self.model(**documents, normalize=False).chunk_embeddings  # (B, C, D), raw
+        query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
+        chunk_mask = documents["attention_mask"]
+        doc_losses, dist_losses = [], []
+        for dim in self.dims:
+            c, q = cut_and_normalize(chunks, dim), cut_and_normalize(query_vectors, dim)
+            if self.quantize:
+                c = fake_quantize_int8(c, self.model.config.int8_clip_sigmas)
+                q = fake_quantize_int8(q, self.model.config.int8_clip_sigmas)
+            scores = chunk_scores(q, c, chunk_mask)  # (Q, B, C)
+            doc_losses.append(document_loss(scores, positives, self.temperature))
+            dist_losses.append(distillation_loss(scores, positives, relevance, self.temperature,
+                                                 self.config.teacher_temperature))
+        l_doc, l_dist = torch.stack(doc_losses).mean(), torch.stack(dist_losses).mean()
+        loss = self.config.doc_weight * l_doc + self.config.dist_weight * l_dist
+        parts = {"l_doc": l_doc.detach(), "l_dist": l_dist.detach()}
+        if plain is not None:
+            l_keep = self._keep(plain, query_vectors, queries)
+            loss = loss + self.config.keep_weight * l_keep
+            parts["l_keep"] = l_keep.detach()
+        return {"loss": loss, **parts}
+
+    def _keep(self, plain: dict, query_vectors: torch.Tensor, queries: dict) -> torch.Tensor:
+        full = self.model.config.full_dim
+        whole = self.model(**plain, normalize=False).chunk_embeddings[:, 0]  # (B, D): one chunk per document
+        scores = cut_and_normalize(query_vectors, full) @ cut_and_normalize(whole, full).T
+        base_whole, base_queries = (chunks[:, 0] for chunks in self.base_chunks(plain, queries))
+        base_scores = cut_and_normalize(base_queries, full) @ cut_and_normalize(base_whole, full).T
+        return keep_loss(scores, base_scores, self.config.teacher_temperature)
+
+    @torch.no_grad()
+    def base_chunks(self, *inputs: dict) -> list[torch.Tensor]:
+        """Raw chunk vectors of the starting checkpoint for each input batch: adapters off (switched once for all
+        of them), separator row and projection as built."""
+        if self.base_projection is None:
+            raise ValueError("the starting model's vectors are kept only for L_keep: set keep_weight > 0")
+        trained_projection, self.model.projection = self.model.projection, self.base_projection
+        self._base_pass = True
+        try:
+            with self.model.backbone.disable_adapter():
+                return [self.model(**batch, normalize=False).chunk_embeddings for batch in inputs]
+        finally:
+            self.model.projection, self._base_pass = trained_projection, False
+
+    def trained_state(self) -> dict[str, torch.Tensor]:
+        """The weights this run changes (LoRA factors, separator, projection, temperature)."""
+        return {name: p.detach().clone() for name, p in self.named_parameters()
+                if p.requires_grad or name == "log_inverse_temperature"}
+
+    def delta(self) -> dict:
+        """The LoRA factors (named by the plain model's module names), the separator row and any projection."""
+        tensors, scales = {}, {}
+        for name, module in self.model.backbone.named_modules():
+            if isinstance(module, LoraLayer) and "default" in module.lora_A:
+                plain = "backbone." + name.removeprefix("base_model.model.")
+                tensors[f"{plain}.lora_A"] = module.lora_A["default"].weight
+                tensors[f"{plain}.lora_B"] = module.lora_B["default"].weight
+                scales[plain] = float(module.scaling["default"])
+        tensors["separator"] = self.separator
+        if isinstance(self.model.projection, nn.Linear):
+            tensors["projection.weight"] = self.model.projection.weight
+        return {**tensors, "__scales__": scales}
+
+    def merged(self):
+        """The plain `ContextEmbedModel`: LoRA merged into the backbone, the separator written into its row."""
+        inner = self.model
+        self._hook.remove()
+        inner.backbone = inner.backbone.merge_and_unload()
+        with torch.no_grad():
+            inner.get_input_embeddings().weight[self.separator_id] = self.separator
+        inner.config.matryoshka_dims = self.dims if len(self.dims) > 1 else None
+        for parameter in inner.parameters():
+            parameter.requires_grad_(True)
+        return inner.eval()
