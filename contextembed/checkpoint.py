@@ -45,6 +45,53 @@ SENTENCE_BERT_CONFIG = {
 }
 
 
+PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth", "model.ckpt")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer.model", "vocab.json", "spiece.model")
+
+
+def read_json_file(file: str | Path) -> dict:
+    """A JSON object from `file`; anything else (missing, truncated, not JSON, not an object) is a `ValueError`
+    that names the file."""
+    file = Path(file)
+    try:
+        value = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ValueError(f"{str(file)!r} is missing") from error
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read {str(file)!r} as JSON (is it damaged or truncated?): {error}") from error
+    if not isinstance(value, dict):
+        raise ValueError(f"{str(file)!r} must hold a JSON object, got a {type(value).__name__}")
+    return value
+
+
+def check_checkpoint_files(folder: str | Path, *, weights: bool = True) -> dict:
+    """Check the files a checkpoint folder must have before any library reads them, each problem a `ValueError`
+    naming its file; returns the parsed `config.json`.
+
+    - `config.json` and the tokenizer's JSON files must parse;
+    - a tokenizer must be there (`tokenizer.json`, or a vocabulary file);
+    - with `weights=True`, the weights must be safetensors: pickled weights (`pytorch_model.bin`) are refused,
+      because unpickling can run any code, so contextembed never offers to load them.
+    """
+    folder = Path(folder)
+    config = read_json_file(folder / "config.json")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "processor_config.json"):
+        if (folder / name).is_file():
+            read_json_file(folder / name)
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(f"{str(folder)!r} has no tokenizer (none of {', '.join(TOKENIZER_FILES)}): a checkpoint "
+                         "folder holds its tokenizer beside its weights")
+    has_safetensors = (folder / "model.safetensors").is_file() or (folder / "model.safetensors.index.json").is_file()
+    if weights and not has_safetensors:
+        pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
+        if pickled:
+            raise ValueError(f"{str(folder)!r} holds its weights as a pickle ({pickled[0]}): contextembed reads "
+                             "safetensors only, since loading a pickle can run arbitrary code. Convert the weights "
+                             "to model.safetensors where you trust their source (safetensors.torch.save_file)")
+        raise ValueError(f"{str(folder)!r} has no model.safetensors: not a complete checkpoint")
+    return config
+
+
 def is_checkpoint(path: str | Path) -> bool:
     """Whether `path` holds a contextembed checkpoint (a `config.json` of model type `contextembed`)."""
     try:

@@ -22,13 +22,13 @@ returns them raw; the direction is the same).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoTokenizer, Qwen3Config, Qwen3Model
 
-from contextembed.checkpoint import check_checkpoint_target, save_checkpoint
+from contextembed.checkpoint import check_checkpoint_files, check_checkpoint_target, read_json_file, save_checkpoint
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor, loading_problems
 from contextembed.quiet import quiet_transformers
 
@@ -42,7 +42,7 @@ MAX_SEQ_LENGTH = 32768  # the card's context length
 def is_pplx_checkpoint(path: str | Path) -> bool:
     """Whether a folder is a pplx-embed-context-v1 checkpoint (by its config.json's `model_type`)."""
     config = Path(path) / "config.json"
-    return config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("model_type") in PPLX_MODEL_TYPES
+    return config.is_file() and read_json_file(config).get("model_type") in PPLX_MODEL_TYPES
 
 
 def convert_pplx(
@@ -58,10 +58,9 @@ def convert_pplx(
     source = Path(source)
     if output_dir is not None:
         check_checkpoint_target(output_dir, overwrite)
-    config_file = source / "config.json"
-    if not config_file.is_file():
+    if not (source / "config.json").is_file():
         raise ValueError(f"{source} has no config.json: not a checkpoint folder")
-    raw = json.loads(config_file.read_text(encoding="utf-8"))
+    raw = check_checkpoint_files(source)
     if raw.get("model_type") not in PPLX_MODEL_TYPES:
         raise ValueError(f"{source} is not a pplx-embed-context-v1 checkpoint: config.json has model_type="
                          f"{raw.get('model_type')!r}, expected one of {PPLX_MODEL_TYPES}")
@@ -89,9 +88,13 @@ def convert_pplx(
 
     with torch.device("meta"):  # the backbone below replaces this one: no second copy of the weights in memory
         model = ContextEmbedModel(config)
-    with quiet_transformers():
-        backbone, info = Qwen3Model.from_pretrained(source, config=config.text_config, dtype=torch.float32,
-                                                    output_loading_info=True)
+    try:
+        with quiet_transformers():
+            backbone, info = Qwen3Model.from_pretrained(source, config=config.text_config, dtype=torch.float32,
+                                                        output_loading_info=True, use_safetensors=True)
+    except SafetensorError as error:
+        raise ValueError(f"cannot read the weights in {source} (model.safetensors is damaged or truncated): "
+                         f"{error}") from error
     problems = loading_problems(info)
     if problems:
         raise ValueError(f"the weights in {source} are not a Qwen3 backbone laid out as pplx-embed-context-v1: "

@@ -66,9 +66,14 @@ class ContextEmbedder:
         """
         from contextembed.hub import resolve_checkpoint
 
+        from contextembed.checkpoint import check_checkpoint_files
+
         weights_dtype = resolve_dtype(dtype, device)  # a bad dtype is named before any download
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
+        # Every file named by its problem, before transformers reads it (its errors name neither, and its advice
+        # for a pickle is weights_only=False).
+        check_checkpoint_files(path, weights=backend == "torch")
         if backend != "torch":
             from contextembed.backends import BackendModel
 

@@ -358,7 +358,8 @@ class ContextEmbedPreTrainedModel(PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        """`PreTrainedModel.from_pretrained`, strict: missing, unexpected or mismatched weights are an error.
+        """`PreTrainedModel.from_pretrained`, strict: missing, unexpected or mismatched weights are an error, and
+        weights are read from safetensors only.
 
         A checkpoint whose config disagrees with its weights (say 3 layers in `config.json`, 6 in the file)
         would otherwise load as a different, partly random model with only a log line to show for it.
@@ -366,6 +367,7 @@ class ContextEmbedPreTrainedModel(PreTrainedModel):
         from safetensors import SafetensorError
 
         return_info = kwargs.pop("output_loading_info", False)
+        kwargs.setdefault("use_safetensors", True)  # never unpickle weights: a pickle can run code
         try:
             model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True,
                                                   **kwargs)

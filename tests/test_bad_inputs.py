@@ -183,7 +183,35 @@ def truncate_weights(path):
     (path / "model.safetensors").write_bytes(data[: len(data) // 2])
 
 
+def truncate_file(name):
+    def edit(path):
+        data = (path / name).read_bytes()
+        (path / name).write_bytes(data[: len(data) // 2])
+    return edit
+
+
+def pickle_weights(path):
+    import torch
+
+    torch.save(load_file(path / "model.safetensors"), path / "pytorch_model.bin")
+    (path / "model.safetensors").unlink()
+
+
+def remove_tokenizer(path):
+    for name in ("tokenizer.json", "vocab.txt"):
+        (path / name).unlink(missing_ok=True)
+
+
 LOADING_ERRORS = {
+    "truncated config.json": (lambda ckpt, backbone, tmp: tamper(ckpt, tmp / "c", truncate_file("config.json")),
+                              r"cannot read .*config.json.* as JSON \(is it damaged or truncated\?\)"),
+    "config.json that is a list": (lambda ckpt, backbone, tmp: tamper(ckpt, tmp / "c", lambda p: (
+        p / "config.json").write_text("[1, 2]")), r"config.json' must hold a JSON object, got a list"),
+    "tokenizer.json that is not JSON": (lambda ckpt, backbone, tmp: tamper(ckpt, tmp / "c", truncate_file(
+        "tokenizer.json")), r"cannot read .*tokenizer.json.* as JSON"),
+    "no tokenizer": (lambda ckpt, backbone, tmp: tamper(ckpt, tmp / "c", remove_tokenizer), "has no tokenizer"),
+    "pickled weights": (lambda ckpt, backbone, tmp: tamper(ckpt, tmp / "c", pickle_weights),
+                        r"as a pickle \(pytorch_model.bin\): contextembed reads safetensors only"),
     "a plain BERT folder": (lambda ckpt, backbone, tmp: backbone,
                             "this is a 'bert' checkpoint, not a contextembed checkpoint.*contextembed build"),
     "config without text_config": (lambda ckpt, backbone, tmp: tamper(ckpt, tmp / "c", edit_config(text_config=None)),

@@ -44,10 +44,42 @@ class TrainingDocument:
 
     @classmethod
     def from_dict(cls, record: dict) -> TrainingDocument:
-        spans = lambda values: [tuple(v) for v in values]  # noqa: E731
-        queries = [TrainingQuery(q["text"], spans(q["answer"]), spans(q.get("evidence", []))) for q in record["queries"]]
-        return cls(record["id"], record["source"], record["family"], record["text"], spans(record["sentences"]),
-                   spans(record["paragraphs"]), queries)
+        """A document from one JSON record; a field of the wrong type is a `ValueError` naming it."""
+        if not isinstance(record, dict):
+            raise ValueError(f"a training document is a JSON object, got {type(record).__name__}")
+        for name in ("id", "source", "family", "text"):
+            if not isinstance(record.get(name), str):
+                raise ValueError(f"field {name!r} must be a string, got {type(record.get(name)).__name__}")
+        queries = record.get("queries")
+        if not isinstance(queries, list) or not all(isinstance(q, dict) for q in queries):
+            raise ValueError("field 'queries' must be a list of objects")
+        for i, query in enumerate(queries):
+            if not isinstance(query.get("text"), str):
+                raise ValueError(f"queries[{i}].text must be a string, got {type(query.get('text')).__name__}")
+        return cls(record["id"], record["source"], record["family"], record["text"],
+                   _spans(record.get("sentences"), "sentences"), _spans(record.get("paragraphs", []), "paragraphs"),
+                   [TrainingQuery(q["text"], _spans(q.get("answer"), f"queries[{i}].answer"),
+                                  _spans(q.get("evidence", []), f"queries[{i}].evidence"))
+                    for i, q in enumerate(queries)])
+
+
+def _spans(values, name: str) -> list[Span]:
+    """`[[start, end], ...]` as tuples of integers.
+
+    >>> _spans([[0, 4], [5, 9]], "sentences")
+    [(0, 4), (5, 9)]
+    >>> _spans([["0", "4"]], "sentences")
+    Traceback (most recent call last):
+    ...
+    ValueError: field 'sentences' must be a list of [start, end] integer pairs, got ['0', '4']
+    """
+    if not isinstance(values, list):
+        raise ValueError(f"field {name!r} must be a list of [start, end] integer pairs, got {type(values).__name__}")
+    for value in values:
+        if (not isinstance(value, list) or len(value) != 2
+                or any(isinstance(v, bool) or not isinstance(v, int) for v in value)):
+            raise ValueError(f"field {name!r} must be a list of [start, end] integer pairs, got {value!r}")
+    return [tuple(v) for v in values]
 
 
 def write_documents(path: str | Path, documents: list[TrainingDocument]) -> None:
@@ -65,8 +97,8 @@ def read_documents(path: str | Path) -> list[TrainingDocument]:
         where = f"{path}:{line}"
         try:
             document = TrainingDocument.from_dict(record)
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{where}: not a training document ({error!r})") from error
+        except ValueError as error:
+            raise ValueError(f"{where}: not a training document: {error}") from error
         spans = [*document.sentences, *document.paragraphs]
         spans += [s for q in document.queries for s in (*q.answer, *q.evidence)]
         if not document.queries or not document.sentences:
