@@ -76,7 +76,13 @@ class TokenWindows:
     def __call__(self, text: str, tokenizer) -> list[Chunk]:
         if tokenizer is None:
             raise ValueError("the 'tokens' chunker needs the model's tokenizer")
-        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            # The Rust tokenizer itself: transformers' wrapper would warn that a whole document is "longer than the
+            # specified maximum sequence length", which is the point here, not an error.
+            offsets = backend.encode(text, add_special_tokens=False).offsets
+        else:
+            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
         offsets = [(s, e) for s, e in offsets if e > s]
         chunks = []
         for first in range(0, len(offsets), self.size - self.overlap):

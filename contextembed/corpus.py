@@ -29,7 +29,14 @@ def read_corpus(path: str | Path) -> tuple[Path, list[Document]]:
         root, files = path.parent, [path]
     else:
         root = path
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+        found = sorted(p for p in path.rglob("*") if p.is_file())
+        files = [p for p in found if p.suffix.lower() in SUFFIXES]
+        skipped = [p for p in found if p.suffix.lower() not in SUFFIXES and not _hidden(p.relative_to(path))]
+        if skipped:
+            kinds = sorted({p.suffix.lower() or "(no suffix)" for p in skipped})
+            logger.warning("skipped %d file(s) that are not %s (%s; e.g. %s): contextembed reads plain text, so "
+                           "convert other formats (such as PDF) to .txt first", len(skipped), "/".join(SUFFIXES),
+                           ", ".join(kinds), skipped[0].relative_to(path))
         if not files:
             raise ValueError(f"no {'/'.join(SUFFIXES)} files under {str(path)!r}: the corpus is empty")
     documents = []
@@ -45,6 +52,11 @@ def read_corpus(path: str | Path) -> tuple[Path, list[Document]]:
     if not documents:
         raise ValueError(f"every file under {str(path)!r} is empty: the corpus is empty")
     return root, documents
+
+
+def _hidden(relative: Path) -> bool:
+    # Dot folders and files (.git, .DS_Store) are not documents someone forgot to convert: not worth a warning.
+    return any(part.startswith(".") for part in relative.parts)
 
 
 def embed_corpus(model, documents: list[Document], chunker, **options):

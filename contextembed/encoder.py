@@ -30,6 +30,10 @@ class ChunkedEmbeddings:
     embeddings: np.ndarray | torch.Tensor  # (n_chunks, D)
     chunks: list[Chunk]
 
+    def __len__(self) -> int:
+        """The number of chunks (one vector each)."""
+        return len(self.chunks)
+
 
 class ContextEmbedder:
     """Encode documents (lists of chunks, or raw text with a chunker) and queries.

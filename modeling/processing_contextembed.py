@@ -13,11 +13,14 @@ the model; with `long_documents="error"` the processor refuses it instead.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 from transformers.processing_utils import ProcessorMixin
+
+logger = logging.getLogger(__name__)
 
 LONG_DOCUMENT_MODES = ("window", "error")
 EMPTY_CHUNK_MODES = ("error", "zero")
@@ -151,7 +154,11 @@ class ContextEmbedProcessor(ProcessorMixin):
         long_documents: str | None = None,
         empty_chunks: str | None = None,
     ) -> list[dict[str, list[int]]]:
-        """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document."""
+        """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document.
+
+        A chunk longer than a window is kept whole (the model pools it in pieces and averages them); the call
+        logs one warning saying how many such chunks there were, since one vector then stands for a long span.
+        """
         documents = normalize_documents(text)
         if task is not None and task not in TASKS:
             raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
@@ -175,48 +182,62 @@ class ContextEmbedProcessor(ProcessorMixin):
         flat = [chunk for chunks in documents for chunk in chunks]
         extras = [p for p in prefixes if p] + [t for t in titles if t]
         encoded = self.tokenize_text(flat + extras)
-        chunk_tokens, extra_tokens = encoded[: len(flat)], iter(encoded[len(flat) :])
+        extra_tokens = iter(encoded[len(flat) :])
         prefix_tokens = [next(extra_tokens) if p else [] for p in prefixes]
         title_tokens = [next(extra_tokens) if t else [] for t in titles]
 
-        lead, tail = self.special_tokens_around()
-        separator = [self.chunk_token_id] if self.chunk_separator else []
         limit = max_seq_length or self.max_seq_length
         rows, position = [], 0
         for doc_index, chunks in enumerate(documents):
-            ids = lead + prefix_tokens[doc_index] + title_tokens[doc_index]
-            cids = [-1] * len(ids)
-            for chunk_index in range(len(chunks)):
-                if chunk_index:
-                    ids.extend(separator)
-                    cids.extend([-1] * len(separator))
-                tokens = chunk_tokens[position]
-                position += 1
-                if not tokens and empty_chunks == "error":
-                    raise ValueError(
-                        f"{describe(doc_index, chunk_index)} is empty: it has no tokens (empty, whitespace, or "
-                        "only characters the tokenizer drops), so there is nothing to embed. Remove it, or pass "
-                        "empty_chunks='zero' to keep an all-zero vector for it"
-                    )
-                ids.extend(tokens)
-                cids.extend([chunk_index] * len(tokens))
-            ids += tail
-            cids += [-1] * len(tail)
-            if limit and len(ids) > limit:
-                if long_documents == "error":
-                    raise ValueError(
-                        f"document {doc_index} has {len(ids)} tokens, more than max_seq_length={limit}; "
-                        "pass long_documents='window' to encode it in overlapping windows"
-                    )
-                context = len(lead) + len(prefix_tokens[doc_index]) + len(title_tokens[doc_index]) + len(tail)
-                if context >= limit:
-                    raise ValueError(
-                        f"titles[{doc_index}] has {len(title_tokens[doc_index])} tokens: with the prefix and special "
-                        f"tokens ({context} in all) it fills the whole window of {limit} tokens that every window "
-                        "of this long document repeats it in, leaving no room for the text; shorten the title"
-                    )
-            rows.append({"input_ids": ids, "chunk_ids": cids, "num_chunks": len(chunks)})
+            context = prefix_tokens[doc_index] + title_tokens[doc_index]
+            row = self._document_row(doc_index, encoded[position : position + len(chunks)], context,
+                                     describe, empty_chunks)
+            position += len(chunks)
+            if limit and len(row["input_ids"]) > limit:
+                self._check_long_document(doc_index, len(row["input_ids"]), len(context), len(title_tokens[doc_index]),
+                                          limit, long_documents)
+            rows.append(row)
+        if limit:
+            _warn_long_chunks(encoded[: len(flat)], [n for n, chunks in enumerate(documents) for _ in chunks], limit)
         return rows
+
+    def _document_row(self, doc_index: int, chunk_tokens: list[list[int]], context: list[int], describe,
+                      empty_chunks: str) -> dict[str, list[int]]:
+        """One document's ids and chunk ids: special tokens, prefix and title (no chunk), then the chunks with the
+        separator id between them."""
+        lead, tail = self.special_tokens_around()
+        separator = [self.chunk_token_id] if self.chunk_separator else []
+        ids = lead + context
+        cids = [-1] * len(ids)
+        for chunk_index, tokens in enumerate(chunk_tokens):
+            if chunk_index:
+                ids.extend(separator)
+                cids.extend([-1] * len(separator))
+            if not tokens and empty_chunks == "error":
+                raise ValueError(
+                    f"{describe(doc_index, chunk_index)} is empty: it has no tokens (empty, whitespace, or "
+                    "only characters the tokenizer drops), so there is nothing to embed. Remove it, or pass "
+                    "empty_chunks='zero' to keep an all-zero vector for it"
+                )
+            ids.extend(tokens)
+            cids.extend([chunk_index] * len(tokens))
+        return {"input_ids": ids + tail, "chunk_ids": cids + [-1] * len(tail), "num_chunks": len(chunk_tokens)}
+
+    def _check_long_document(self, doc_index: int, length: int, context: int, title: int, limit: int,
+                             long_documents: str) -> None:
+        if long_documents == "error":
+            raise ValueError(
+                f"document {doc_index} has {length} tokens, more than max_seq_length={limit}; "
+                "pass long_documents='window' to encode it in overlapping windows"
+            )
+        lead, tail = self.special_tokens_around()
+        if context + len(lead) + len(tail) >= limit:
+            raise ValueError(
+                f"titles[{doc_index}] has {title} tokens: with the prefix and special "
+                f"tokens ({context + len(lead) + len(tail)} in all) it fills the whole window of {limit} tokens "
+                "that every window of this long document repeats it in, leaving no room for the text; shorten the "
+                "title"
+            )
 
     def tokenize_text(self, texts: list[str], return_offsets: bool = False) -> list:
         """Token ids of plain texts (no special tokens added; special-token strings are plain text).
@@ -344,6 +365,19 @@ def normalize_titles(titles, num_documents: int) -> list[str | None]:
         if title is not None:
             check_text(title, f"titles[{i}]")
     return titles
+
+
+def _warn_long_chunks(chunk_tokens: list[list[int]], doc_of_chunk: list[int], window: int) -> None:
+    """One warning for the chunks of a call that are longer than a window (a text with no sentence boundary, say):
+    each still gets its one vector, but it averages pieces pooled in separate windows."""
+    long = [(i, len(tokens)) for i, tokens in enumerate(chunk_tokens) if len(tokens) > window]
+    if long:
+        first, length = long[0]
+        logger.warning(
+            "%d chunk(s) are longer than a window of %d tokens (the first: %d tokens, in document %d); each is "
+            "embedded as the mean of pieces pooled in separate windows, so one vector stands for a long span: "
+            "split such text into smaller chunks (for example chunker='tokens')",
+            len(long), window, length, doc_of_chunk[first])
 
 
 def _is_collection(value) -> bool:

@@ -150,3 +150,33 @@ def test_bad_sources(pplx_dir, built, tmp_path):
 
         train(convert_pplx(pplx_dir, tmp_path / "c")[0] and tmp_path / "c", tmp_path / "none.jsonl", tmp_path / "t",
               TrainConfig(max_steps=1))
+
+
+def test_damaged_sources_are_named(pplx_dir, tmp_path):
+    import shutil
+
+    for name, damage, message in [
+        ("config.json", lambda p: p.write_text('{"model_type": "bidirect'), r"cannot read .*config.json.* as JSON"),
+        ("model.safetensors", lambda p: p.write_bytes(p.read_bytes()[:1000]),
+         r"model.safetensors is damaged or truncated"),
+        ("tokenizer.json", lambda p: p.write_text("not json"), r"cannot read .*tokenizer.json.* as JSON"),
+    ]:
+        broken = tmp_path / name
+        shutil.copytree(pplx_dir, broken)
+        damage(broken / name)
+        with pytest.raises(ValueError, match=message):
+            convert_pplx(broken)
+        with pytest.raises(ValueError, match=message):
+            contextembed.load(str(broken))  # the in-memory route reads the same files
+
+
+def test_convert_never_writes_into_a_folder_of_other_files(pplx_dir, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("my notes")
+    assert main(["convert", str(pplx_dir), str(mine)]) == 2
+    assert "is a non-empty folder that is not a contextembed checkpoint" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["README.md"] and (mine / "README.md").read_text() == "my notes"
+    assert main(["convert", str(pplx_dir), str(tmp_path / "out")]) == 0
+    assert main(["convert", str(pplx_dir), str(tmp_path / "out")]) == 2
+    assert main(["convert", str(pplx_dir), str(tmp_path / "out"), "--overwrite"]) == 0

@@ -162,3 +162,26 @@ def test_dtype_auto_is_bf16_only_where_the_device_computes_it_natively(checkpoin
     assert vectors.dtype == np.float32 and (vectors * reference).sum(1).min() > 0.99
     with pytest.raises(ValueError, match="dtype must be a torch dtype, its name"):
         contextembed.load(str(checkpoint_dir), dtype="bf16")
+
+
+def test_raw_text_results_have_a_length(built):
+    model = contextembed.load(str(built["bert"][0]))
+    (result,) = model.encode_documents(["The rent is due. The lease ends in May. She pays."], chunker="sentences")
+    assert len(result) == len(result.chunks) == len(result.embeddings) == 3
+
+
+def test_a_chunk_longer_than_a_window_is_kept_and_said(built, caplog):
+    model = contextembed.load(str(built["bert"][0]))  # 64-token windows
+    text = " ".join(["rent"] * 300)  # one line, no sentence end: one chunk of ~300 tokens
+    with caplog.at_level("WARNING"):
+        (result,) = model.encode_documents([text], chunker="sentences")
+    assert len(result) == 1
+    assert "1 chunk(s) are longer than a window of 64 tokens" in caplog.text
+
+
+def test_token_windows_over_a_long_text_raise_no_length_warning(built, capfd, caplog):
+    model = contextembed.load(str(built["bert"][0]))
+    with caplog.at_level("WARNING"):
+        (result,) = model.encode_documents([" ".join(["the lease rent"] * 200)], chunker=contextembed.TokenWindows(32))
+    assert len(result) > 10
+    assert "longer than the specified maximum sequence length" not in caplog.text + capfd.readouterr().err

@@ -107,3 +107,63 @@ def test_code_indexes_are_searched_in_their_precision(setup, tmp_path, capsys, p
 def test_document_text_rebuilds_offsets():
     records = [{"start": 4, "end": 8, "text": "rent"}, {"start": 10, "end": 13, "text": "due"}]
     assert document_text(records) == "    rent  due"
+
+
+class TestInterruptedReplace:
+    """A process that dies between write_index's two renames (old index aside, new one in) loses nothing."""
+
+    KILL_BETWEEN_RENAMES = """
+import os, pathlib, sys
+import numpy as np
+from contextembed.index import write_index
+
+rename = pathlib.Path.rename
+def dying_rename(self, target):
+    moved = rename(self, target)
+    if ".replaced-" in str(target):
+        os._exit(9)  # the old index is aside, the new one not yet in place
+    return moved
+pathlib.Path.rename = dying_rename
+record = {"doc": 0, "path": "b.txt", "chunk": 0, "start": 0, "end": 3, "text": "new"}
+write_index(sys.argv[1], np.full((1, 4), 2, np.float32), [record], {"precision": "float32", "output_dim": 4},
+            overwrite=True)
+"""
+
+    def test_the_old_index_is_restored_by_the_next_read(self, tmp_path):
+        import subprocess
+        import sys
+
+        target = tmp_path / "index"
+        old = [{"doc": 0, "path": "a.txt", "chunk": 0, "start": 0, "end": 3, "text": "old"}]
+        write_index(target, np.ones((1, 4), np.float32), old, {"precision": "float32", "output_dim": 4})
+        died = subprocess.run([sys.executable, "-c", self.KILL_BETWEEN_RENAMES, str(target)], capture_output=True)
+        assert died.returncode == 9, died.stderr.decode()
+        assert not target.exists() and len(list(tmp_path.glob(".index.replaced-*"))) == 1  # the state it left
+        index = read_index(target)
+        assert index.chunks[0]["text"] == "old" and np.array_equal(index.embeddings, np.ones((1, 4)))
+        assert not list(tmp_path.glob(".index.replaced-*"))
+
+    def test_encode_and_search_restore_it_too(self, setup, tmp_path, capsys):
+        model, corpus, index = setup
+        before = search(index, model, capsys)
+        index.rename(tmp_path / ".index.replaced-dead0000")  # as a replace that died half way leaves it
+        assert search(index, model, capsys) == before
+        index.rename(tmp_path / ".index.replaced-dead0001")
+        assert main(["encode", str(corpus), str(index), "--model", model, "--no-progress", "--overwrite"]) == 0
+        assert search(index, model, capsys) == before and not list(tmp_path.glob(".index.replaced-*"))
+
+
+def test_search_prints_control_characters_escaped(setup, capsys):
+    """An index someone shares is data: its text and paths must not drive the reader's terminal."""
+    model, corpus, index = setup
+    lines = (index / "chunks.jsonl").read_text().splitlines()
+    hostile = []
+    for line in lines:
+        record = json.loads(line)
+        text = "\x1b]0;pwned\x07\x1b[2J" + record["text"][10:]
+        hostile.append(json.dumps({**record, "path": record["path"] + "\x1b[31m", "text": text,
+                                   "end": record["start"] + len(text)}))
+    (index / "chunks.jsonl").write_text("\n".join(hostile) + "\n")
+    out = search(index, model, capsys)
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in out and "\\x1b[31m" in out

@@ -160,3 +160,35 @@ def test_export_and_encode_from_the_command_line(built, tmp_path, capsys):
                                np.load(tmp_path / "torch" / "embeddings.npy"), atol=1e-4, rtol=0)
     assert main(["search", str(corpus), "rent", "--model", str(path), "--backend", "openvino"]) == 2
     assert "contextembed export" in capsys.readouterr().err
+
+
+def test_a_graph_exported_from_another_checkpoint_is_refused(built, backbone_dirs, exported, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    wide = tmp_path / "wide"  # 24-d where the tiny checkpoints are 16-d
+    contextembed.build_checkpoint(backbone_dirs["bert"], wide, embedding_dim=24, max_seq_length=64)
+    export(wide, "onnx")
+    wrong_width = shutil.copytree(built["bert"][0], tmp_path / "width")
+    shutil.copytree(wide / "onnx", wrong_width / "onnx")
+    with pytest.raises(ValueError, match=r"computes \d+-d vectors but the checkpoint's are \d+-d"):
+        contextembed.load(wrong_width, backend="onnx")
+
+    retrained = shutil.copytree(built["bert"][0], tmp_path / "same-shape")  # same shapes, other weights
+    weights = load_file(retrained / "model.safetensors")
+    name = next(n for n in weights if n.endswith("query.weight"))
+    weights[name] = weights[name] + 0.01
+    save_file(weights, retrained / "model.safetensors")
+    shutil.copytree(exported["bert"] / "onnx", retrained / "onnx")
+    with pytest.raises(ValueError, match="was exported from other weights than this checkpoint's"):
+        contextembed.load(retrained, backend="onnx")
+    assert contextembed.load(exported["bert"], backend="onnx").backend == "onnx"  # its own graph still loads
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage"])
+def test_a_damaged_graph_is_named(exported, tmp_path, damage):
+    path = shutil.copytree(exported["bert"], tmp_path / "damaged")
+    graph = path / "onnx" / "model.onnx"
+    data = graph.read_bytes()
+    graph.write_bytes({"empty": b"", "truncated": data[: len(data) // 3], "garbage": b"\x00not onnx" * 50}[damage])
+    with pytest.raises(ValueError, match=r"cannot load .*model.onnx.* as an onnx graph .* Re-run `contextembed export`"):
+        contextembed.load(path, backend="onnx")

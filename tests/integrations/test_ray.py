@@ -56,6 +56,11 @@ def test_raw_text_with_a_chunker_keeps_offsets(built, tmp_path):
         embedder(pa.table({"id": ["a"], "body": ["the rent"]}))
     with pytest.raises(ValueError, match="document 1 of the batch has no id"):
         embedder(pa.table({"id": ["a", None], "text": ["the rent", "the lease"]}))
+    with pytest.raises(ValueError, match=r"rows 0 and 2 of the batch share the id 'a'"):
+        embedder(pa.table({"id": ["a", "b", "a"], "text": ["the rent", "the lease", "the deposit"]}))
+    chunks = ChunkEmbedder(str(built["bert"][0]))
+    with pytest.raises(ValueError, match=r"the 'chunks' column\[0\] must be a list of chunk strings, got a str"):
+        chunks(pa.table({"id": ["a"], "chunks": ["the rent"]}))
 
 
 def test_the_encode_command_writes_parquet_on_ray(built, local_ray, tmp_path, capsys):
