@@ -64,36 +64,17 @@ def build_checkpoint(
     if chunk_token not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"extra_special_tokens": [chunk_token]}, replace_extra_special_tokens=False)
         logger.info("added special token %r to the tokenizer", chunk_token)
-    chunk_token_id = tokenizer.convert_tokens_to_ids(chunk_token)
     backbone_model = AutoModel.from_pretrained(backbone, dtype=torch.float32)
 
-    options = dict(
-        chunk_token=chunk_token,
-        chunk_token_id=chunk_token_id,
-        ignore_token_ids=[i for i in tokenizer.all_special_ids if i not in (chunk_token_id, tokenizer.unk_token_id)],
-        query_prefix=query_prefix,
-        document_prefix=document_prefix,
-        window_head_tokens=window_head_tokens,
-    )
-    # Explicit arguments override the preset; a preset's Matryoshka dims above a smaller projection are dropped.
-    overrides = {"embedding_dim": embedding_dim, "matryoshka_dims": matryoshka_dims, "max_seq_length": max_seq_length}
-    options.update({name: value for name, value in overrides.items() if value is not None})
-    if preset == "reference":
-        if embedding_dim is not None and matryoshka_dims is None:
-            options["matryoshka_dims"] = [d for d in (1024, 2048) if d <= embedding_dim] or None
-        positions = getattr(backbone_model.config, "max_position_embeddings", None)
-        if max_seq_length is None and isinstance(positions, int) and positions < 32768:
-            options["max_seq_length"] = positions  # the reference's 32k, or as far as this backbone reaches
-        config = ContextEmbedConfig.reference(backbone_model.config, **options)
-    else:
-        config = ContextEmbedConfig(text_config=backbone_model.config, **options)
-
+    config = _config(backbone_model.config, tokenizer, chunk_token, preset, embedding_dim=embedding_dim,
+                     matryoshka_dims=matryoshka_dims, max_seq_length=max_seq_length, query_prefix=query_prefix,
+                     document_prefix=document_prefix, window_head_tokens=window_head_tokens)
     model = ContextEmbedModel(config)
     model.backbone.load_state_dict(backbone_model.state_dict())
     if config.embedding_dim is not None:
         logger.info("added an untrained %d -> %d projection (orthogonal init)", config.text_config.hidden_size,
                     config.embedding_dim)
-    _add_separator_row(model, tokenizer, chunk_token_id, separator_init)
+    _add_separator_row(model, tokenizer, config.chunk_token_id, separator_init)
     model.eval()
 
     tokenizer.model_max_length = config.max_seq_length
@@ -107,6 +88,25 @@ def build_checkpoint(
     if output_dir is not None:
         save_checkpoint(model, processor, output_dir, card=card)
     return model, processor
+
+
+def _config(text_config, tokenizer, chunk_token: str, preset: str | None, *, embedding_dim, matryoshka_dims,
+            max_seq_length, **options) -> ContextEmbedConfig:
+    """The checkpoint's config: the separator and prefixes, then the preset, then explicit sizes over both."""
+    chunk_token_id = tokenizer.convert_tokens_to_ids(chunk_token)
+    options.update(chunk_token=chunk_token, chunk_token_id=chunk_token_id, ignore_token_ids=[
+        i for i in tokenizer.all_special_ids if i not in (chunk_token_id, tokenizer.unk_token_id)])
+    # Explicit arguments override the preset; a preset's Matryoshka dims above a smaller projection are dropped.
+    overrides = {"embedding_dim": embedding_dim, "matryoshka_dims": matryoshka_dims, "max_seq_length": max_seq_length}
+    options.update({name: value for name, value in overrides.items() if value is not None})
+    if preset != "reference":
+        return ContextEmbedConfig(text_config=text_config, **options)
+    if embedding_dim is not None and matryoshka_dims is None:
+        options["matryoshka_dims"] = [d for d in (1024, 2048) if d <= embedding_dim] or None
+    positions = getattr(text_config, "max_position_embeddings", None)
+    if max_seq_length is None and isinstance(positions, int) and positions < 32768:
+        options["max_seq_length"] = positions  # the reference's 32k, or as far as this backbone reaches
+    return ContextEmbedConfig.reference(text_config, **options)
 
 
 def _add_separator_row(model: ContextEmbedModel, tokenizer, chunk_token_id: int, init: str = "mean") -> None:

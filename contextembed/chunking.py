@@ -11,10 +11,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Literal
 
 from contextembed.modeling import check_text
 
 CHUNKERS = ("sentences", "paragraphs", "markdown", "tokens")
+ChunkerName = Literal["sentences", "paragraphs", "markdown", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ class TokenWindows:
         return f"TokenWindows(size={self.size}, overlap={self.overlap})"
 
 
-ChunkerLike = str | TokenWindows | Callable[[str], Sequence]
+ChunkerLike = ChunkerName | TokenWindows | Callable[[str], Sequence]
 
 
 def chunk_text(text: str, chunker: ChunkerLike = "sentences", tokenizer=None) -> list[Chunk]:

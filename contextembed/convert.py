@@ -105,13 +105,16 @@ def convert_pplx(
     tokenizer.model_max_length = config.max_seq_length
     processor = ContextEmbedProcessor(tokenizer, chunk_token=PPLX_SEPARATOR, max_seq_length=config.max_seq_length)
     if output_dir is not None:
-        save_checkpoint(model, processor, output_dir, card={
-            "title": f"{source_id or source.name} (converted for contextembed)",
-            "summary": f"Perplexity's pplx-embed-context-v1 weights ({source_id or source.name}), converted by "
-                       "`contextembed convert` to load with `trust_remote_code=False`: stock Qwen3 backbone with "
-                       "bidirectional attention, chunks joined by `<|endoftext|>`, mean pooling per chunk, int8 as "
-                       "round(tanh(x) * 127). Parity with the original's remote code was checked on a tiny "
-                       "checkpoint of the same layout, not on these weights.",
-            "base_model": source_id,
-        })
+        save_checkpoint(model, processor, output_dir, card=_card(source_id or source.name, source_id))
     return model, processor
+
+
+def _card(name: str, source_id: str | None) -> dict:
+    return {
+        "title": f"{name} (converted for contextembed)",
+        "summary": f"Perplexity's pplx-embed-context-v1 weights ({name}), converted by `contextembed convert` to "
+                   "load with `trust_remote_code=False`: stock Qwen3 backbone with bidirectional attention, chunks "
+                   "joined by `<|endoftext|>`, mean pooling per chunk, int8 as round(tanh(x) * 127). Parity with the "
+                   "original's remote code was checked on a tiny checkpoint of the same layout, not on these weights.",
+        "base_model": source_id,
+    }

@@ -12,13 +12,25 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
 
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
-from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor, check_output_dim, is_integer
+from contextembed.modeling import (
+    ContextEmbedModel,
+    ContextEmbedProcessor,
+    EmptyChunks,
+    LongDocuments,
+    Precision,
+    check_output_dim,
+    is_integer,
+)
 from contextembed.quantization import PRECISIONS, quantize
+
+if TYPE_CHECKING:
+    from contextembed.backends.runtime import Backend
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +65,13 @@ class ContextEmbedder:
         path_or_id: str | Path,
         *,
         device: str | None = None,
-        dtype: torch.dtype | str | None = None,
+        dtype: torch.dtype | DType | None = None,
         revision: str | None = None,
         token: str | bool | None = None,
         cache_dir: str | Path | None = None,
         local_files_only: bool = False,
         attn_implementation: str | None = None,
-        backend: str = "torch",
+        backend: Backend = "torch",
         file_name: str | None = None,
     ) -> ContextEmbedder:
         """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache).
@@ -133,10 +145,10 @@ class ContextEmbedder:
         show_progress_bar: bool | None = None,
         convert_to_tensor: bool = False,
         output_dim: int | None = None,
-        precision: str = "float32",
+        precision: Precision = "float32",
         normalize: bool = True,
-        long_documents: str = "window",
-        empty_chunks: str = "error",
+        long_documents: LongDocuments = "window",
+        empty_chunks: EmptyChunks = "error",
     ) -> list[np.ndarray] | list[ChunkedEmbeddings]:
         """Embed every chunk of every document with the whole document in view.
 
@@ -194,7 +206,7 @@ class ContextEmbedder:
         show_progress_bar: bool | None = None,
         convert_to_tensor: bool = False,
         output_dim: int | None = None,
-        precision: str = "float32",
+        precision: Precision = "float32",
         normalize: bool = True,
     ) -> np.ndarray | torch.Tensor:
         """Embed queries (with the checkpoint's query prefix): one `(n_queries, output_dim)` array.
@@ -309,6 +321,7 @@ def _progress(batches, show: bool, unit: str):
 
 
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # the names the command line accepts
+DType = Literal["float32", "bfloat16", "float16", "auto"]
 
 
 def native_bf16(device: str | torch.device | None = None) -> bool:

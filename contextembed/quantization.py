@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from contextembed.modeling import INT8_SCHEMES, PRECISIONS
+from contextembed.modeling import INT8_SCHEMES, PRECISIONS, Int8Scheme, Precision
 
 
 def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
@@ -24,7 +24,8 @@ def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
     return 127.0 * math.sqrt(dim) / clip_sigmas
 
 
-def quantize(embeddings: np.ndarray, precision: str, clip_sigmas: float = 5.0, scheme: str = "unit") -> np.ndarray:
+def quantize(embeddings: np.ndarray, precision: Precision, clip_sigmas: float = 5.0,
+             scheme: Int8Scheme = "unit") -> np.ndarray:
     """Code float vectors (..., d) at `precision`; the same vector always gets the same code.
 
     int8, `scheme="unit"` (unit vectors): `clip(round(x * 127 * sqrt(d) / clip_sigmas), -127, 127)`;

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contextembed.modeling import PRECISIONS
+from contextembed.modeling import PRECISIONS, Precision
 
 # The array type each precision's codes come in (see `contextembed.quantization.quantize`).
 CODE_DTYPES = {"int8": np.int8, "uint8": np.uint8, "binary": np.int8, "ubinary": np.uint8}
 
 
-def maxsim(queries: np.ndarray, documents: Sequence[np.ndarray], precision: str = "float32") -> np.ndarray:
+def maxsim(queries: np.ndarray, documents: Sequence[np.ndarray], precision: Precision = "float32") -> np.ndarray:
     """Document scores, the best chunk per document: (Q, D) and a list of (n_i, D) -> (Q, len(documents)).
 
     `precision` is that of both queries and chunk vectors (see the module docstring); integer scores for codes.
@@ -82,7 +82,7 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, np.take_along_axis(scores, indices, axis=1)
 
 
-def dot(queries: np.ndarray, vectors: np.ndarray, precision: str = "float32") -> np.ndarray:
+def dot(queries: np.ndarray, vectors: np.ndarray, precision: Precision = "float32") -> np.ndarray:
     """Scores (Q, d) x (N, d) -> (Q, N) in `precision`; codes are multiplied exactly in integers (int32 scores).
 
     >>> dot(np.array([[100, -100]], dtype=np.int8), np.array([[127, 127], [-127, 127]], dtype=np.int8), "int8").tolist()

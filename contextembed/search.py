@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contextembed.modeling import Precision
 from contextembed.scoring import check_codes, dot, top_k
 
 
@@ -35,7 +36,7 @@ def exact_search(
     top_k_chunks: int = 10,
     block_size: int | None = None,
     best_chunks: bool = True,
-    precision: str = "float32",
+    precision: Precision = "float32",
 ) -> SearchResult:
     """Top documents (by best chunk) and top chunks for each query, scanning `vectors` in blocks.
 
@@ -61,20 +62,10 @@ def exact_search(
     """
     queries = np.atleast_2d(np.asarray(queries))
     doc_ids = np.asarray(doc_ids)
-    check_codes(queries, precision, "queries")
-    check_codes(vectors, precision, "vectors")
-    if vectors.ndim != 2 or queries.shape[1] != vectors.shape[1]:
-        raise ValueError(f"queries {queries.shape} and vectors {vectors.shape} must be 2-D with the same dimension")
-    if len(doc_ids) != len(vectors):
-        raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(vectors)} vectors")
-    if len(doc_ids) and (np.any(np.diff(doc_ids) < 0) or doc_ids[0] < 0):
-        raise ValueError("doc_ids must be non-negative and non-decreasing (each document's rows contiguous)")
     if block_size is None:
         block_size = max(1024, (1 << 24) // max(len(queries), 1))
-    for name, value in (("top_k_documents", top_k_documents), ("top_k_chunks", top_k_chunks),
-                        ("block_size", block_size)):
-        if not isinstance(value, (int, np.integer)) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    _check_inputs(queries, vectors, doc_ids, precision, top_k_documents=top_k_documents, top_k_chunks=top_k_chunks,
+                  block_size=block_size)
 
     integer = precision != "float32"
     score_dtype = np.int32 if integer else np.float32
@@ -107,6 +98,20 @@ def exact_search(
         chunk_rows=top_rows,
         chunk_scores=top_scores,
     )
+
+
+def _check_inputs(queries, vectors, doc_ids, precision: str, **counts) -> None:
+    check_codes(queries, precision, "queries")
+    check_codes(vectors, precision, "vectors")
+    if vectors.ndim != 2 or queries.shape[1] != vectors.shape[1]:
+        raise ValueError(f"queries {queries.shape} and vectors {vectors.shape} must be 2-D with the same dimension")
+    if len(doc_ids) != len(vectors):
+        raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(vectors)} vectors")
+    if len(doc_ids) and (np.any(np.diff(doc_ids) < 0) or doc_ids[0] < 0):
+        raise ValueError("doc_ids must be non-negative and non-decreasing (each document's rows contiguous)")
+    for name, value in counts.items():
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _best_rows(queries, vectors, doc_ids, doc_order, precision) -> np.ndarray:

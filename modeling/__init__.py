@@ -5,7 +5,15 @@ next to the weights of a Hub repository. They are installed as ``contextembed.mo
 module is their one public face, and the library imports nothing from the files behind it.
 """
 
-from .configuration_contextembed import DEFAULT_CHUNK_TOKEN, INT8_SCHEMES, PRECISIONS, ContextEmbedConfig, is_integer
+from .configuration_contextembed import (
+    DEFAULT_CHUNK_TOKEN,
+    INT8_SCHEMES,
+    PRECISIONS,
+    ContextEmbedConfig,
+    Int8Scheme,
+    Precision,
+    is_integer,
+)
 from .modeling_contextembed import (
     ContextEmbedModel,
     ContextEmbedOutput,
@@ -23,7 +31,7 @@ from .modeling_contextembed import (
     plan_windows,
     window_length,
 )
-from .processing_contextembed import ContextEmbedProcessor, check_text
+from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task, check_text
 
 __all__ = [
     "DEFAULT_CHUNK_TOKEN",
@@ -34,6 +42,11 @@ __all__ = [
     "ContextEmbedOutput",
     "ContextEmbedPreTrainedModel",
     "ContextEmbedProcessor",
+    "EmptyChunks",
+    "Int8Scheme",
+    "LongDocuments",
+    "Precision",
+    "Task",
     "check_output_dim",
     "check_text",
     "chunk_means",

@@ -9,13 +9,16 @@ documents and the deterministic int8 scheme.
 from __future__ import annotations
 
 import numbers
+from typing import Literal
 
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+Precision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
 POOLING_MODES = ("mean",)
 INT8_SCHEMES = ("unit", "tanh")
+Int8Scheme = Literal["unit", "tanh"]
 DEFAULT_CHUNK_TOKEN = "<|chunk_sep|>"
 
 
@@ -215,4 +218,4 @@ def is_integer(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "INT8_SCHEMES", "PRECISIONS", "is_integer"]
+__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "INT8_SCHEMES", "PRECISIONS", "Int8Scheme", "Precision", "is_integer"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 
 import torch
 from transformers.processing_utils import ProcessorMixin
@@ -25,6 +26,9 @@ logger = logging.getLogger(__name__)
 LONG_DOCUMENT_MODES = ("window", "error")
 EMPTY_CHUNK_MODES = ("error", "zero")
 TASKS = ("query", "document")
+LongDocuments = Literal["window", "error"]
+EmptyChunks = Literal["error", "zero"]
+Task = Literal["query", "document"]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -148,11 +152,11 @@ class ContextEmbedProcessor(ProcessorMixin):
         self,
         text,
         *,
-        task: str | None = None,
+        task: Task | None = None,
         titles: Sequence[str | None] | None = None,
         max_seq_length: int | None = None,
-        long_documents: str | None = None,
-        empty_chunks: str | None = None,
+        long_documents: LongDocuments | None = None,
+        empty_chunks: EmptyChunks | None = None,
     ) -> list[dict[str, list[int]]]:
         """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document.
 
@@ -416,4 +420,5 @@ def _text_backend(tokenizer):
     return private
 
 
-__all__ = ["ContextEmbedProcessor", "check_text", "normalize_documents", "normalize_titles"]
+__all__ = ["ContextEmbedProcessor", "EmptyChunks", "LongDocuments", "Task", "check_text", "normalize_documents",
+           "normalize_titles"]

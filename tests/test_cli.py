@@ -10,7 +10,6 @@ import pytest
 
 from contextembed.cli import main
 
-pytestmark = pytest.mark.slow
 
 LEASES = Path(__file__).resolve().parents[1] / "examples" / "data" / "leases"
 QUERY = "Who pays for electricity at 88 Ocean Drive?"
@@ -20,6 +19,7 @@ def first_result(out: str) -> str:
     return next(line for line in out.splitlines() if line.startswith("1. "))
 
 
+@pytest.mark.slow  # the packaged default model
 def test_search_folder(default_model_cache, capsys):
     assert main(["search", str(LEASES), QUERY, "--compare", "--no-progress"]) == 0
     out = capsys.readouterr().out
@@ -31,6 +31,7 @@ def test_search_folder(default_model_cache, capsys):
     assert "(tied with 5 other chunks)" in out.split("each chunk encoded alone:")[1]
 
 
+@pytest.mark.slow  # the packaged default model
 @pytest.mark.parametrize("precision", ["float32", "int8"])
 def test_encode_then_search_the_index(default_model_cache, tmp_path, capsys, precision):
     index = tmp_path / "index"
@@ -57,6 +58,7 @@ def test_build_command(backbone_dirs, tmp_path, capsys):
     assert config["max_seq_length"] == 128 and config["text_config"]["is_causal"] is False
 
 
+@pytest.mark.slow  # the packaged default model
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -44,8 +44,22 @@ def test_top_k_ties_go_to_lower_index():
     assert idx.tolist() == [[1, 0, 2]]
 
 
+def numpy_scores(queries, vectors, precision):
+    """The score each precision stands for, from numpy alone (not from the `dot` under test): float products,
+    integer products of the signed codes, and for bits the sum of ±1 products (= d - 2 x Hamming distance)."""
+    if precision == "float32":
+        return queries.astype(np.float32) @ vectors.astype(np.float32).T
+    if precision in ("int8", "uint8"):
+        shift = 128 if precision == "uint8" else 0
+        return (queries.astype(np.int64) - shift) @ (vectors.astype(np.int64) - shift).T
+    shift = 128 if precision == "binary" else 0  # binary bytes are the ubinary bytes minus 128
+    signs = [np.unpackbits((x.astype(np.int64) + shift).astype(np.uint8), axis=1).astype(np.int64) * 2 - 1
+             for x in (queries, vectors)]
+    return signs[0] @ signs[1].T
+
+
 def brute_force(queries, vectors, doc_ids, k_docs, k_chunks, precision="float32"):
-    scores = dot(queries, vectors, precision).astype(np.float64)
+    scores = numpy_scores(queries, vectors, precision).astype(np.float64)
     out = []
     for q in scores:
         chunk_order = sorted(range(len(q)), key=lambda r: (-q[r], r))[:k_chunks]

@@ -12,6 +12,7 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -31,6 +32,7 @@ from contextembed.modeling import ContextEmbedModel
 logger = logging.getLogger(__name__)
 
 EXPORT_FORMATS = ("onnx", "openvino")
+ExportFormat = Literal["onnx", "openvino"]
 QUANTIZATIONS = ("int8",)
 ONNX_FILE = "onnx/model.onnx"
 ONNX_INT8_FILE = "onnx/model_qint8.onnx"
@@ -40,7 +42,7 @@ FLOAT_TOLERANCE = 1e-4
 INT8_MIN_COSINE = 0.95  # dynamic int8 weights change the vectors on purpose; this catches a broken graph
 
 
-def export(checkpoint_dir: str | Path, format: str = "onnx", quantize: str | None = None) -> Path:
+def export(checkpoint_dir: str | Path, format: ExportFormat = "onnx", quantize: Literal["int8"] | None = None) -> Path:
     """Export a local checkpoint's core and check it on new shapes; returns the file written.
 
     `quantize="int8"` (ONNX only) also writes dynamically quantised int8 weights (onnxruntime's

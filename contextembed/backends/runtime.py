@@ -9,6 +9,7 @@ graph, longer documents in the same windows as in torch (`late_chunk_sums`), the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from contextembed.modeling import (
 )
 
 BACKENDS = ("torch", "onnx", "openvino")
+Backend = Literal["torch", "onnx", "openvino"]
 DEFAULT_FILES = {"onnx": "onnx/model.onnx", "openvino": "openvino/openvino_model.xml"}
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "openvino")}
 
@@ -95,7 +97,8 @@ class BackendModel:
                              "export` on this checkpoint")
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, backend: str, file_name: str | None = None) -> BackendModel:
+    def from_pretrained(cls, path: str | Path, backend: Literal["onnx", "openvino"],
+                        file_name: str | None = None) -> BackendModel:
         if backend not in BACKENDS[1:]:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         module, extra = EXTRAS[backend]

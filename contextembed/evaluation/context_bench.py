@@ -12,7 +12,13 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
 - **All-Evidence@K** = 1[rank(d*) <= 10] * 1[every group recovered].
 
 Queries without evidence groups are left out of the two evidence means (their number is reported);
-they still count for Document@K and Answer@K. Ties rank the lower document / sentence index first.
+they still count for Document@K and Answer@K.
+
+Ties are broken by a stated rule, not by float noise: two float scores within `TIE_TOLERANCE` of each other are
+equal (identical texts in different batches differ by ~1e-7 from summation order alone, which would otherwise
+decide a tie differently on another CPU), and equal scores rank the lower corpus index (document, then sentence)
+first. Integer scores of codes are compared exactly. Each query records `tied`: whether a tie decided its
+Document@1 or Answer@1, so the report says how many figures rest on the rule.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextembed.search import exact_search
+from contextembed.scoring import dot
 
 EVIDENCE_GATE = 10
+TIE_TOLERANCE = 1e-5
 MODES = ("contextual", "independent", "whole-document")
 
 
@@ -61,6 +68,45 @@ def best_target_rank(document_order: Sequence[str], targets: Sequence[str]) -> i
     """
     targets = set(targets)
     return next((rank for rank, doc in enumerate(document_order, 1) if doc in targets), None)
+
+
+def tie_aware_rank(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> tuple[int | None, bool]:
+    """1-based rank of the best-ranked hit when scores within `tolerance` are equal and equal scores rank the lower
+    index first, and whether such a tie decided if it ranks first.
+
+    >>> tie_aware_rank(np.array([0.5, 0.2, 0.5 + 1e-7]), np.array([False, False, True]), 1e-5)  # tied: index 0 first
+    (2, True)
+    >>> tie_aware_rank(np.array([0.5 + 1e-7, 0.2, 0.5]), np.array([True, False, False]), 1e-5)
+    (1, True)
+    >>> tie_aware_rank(np.array([0.2, 0.9, 0.5]), np.array([False, False, True]), 1e-5)
+    (2, False)
+    """
+    hits = np.flatnonzero(is_hit)
+    if not len(hits):
+        return None, False
+    top = scores[hits].max()
+    best = int(hits[scores[hits] >= top - tolerance].min())  # among equally good hits, the lower index
+    others = np.ones(len(scores), dtype=bool)
+    others[best] = False
+    score = scores[best]
+    above = others & (scores > score + tolerance)
+    tied = others & (np.abs(scores - score) <= tolerance)
+    rank = int(above.sum() + (tied & (np.arange(len(scores)) < best)).sum()) + 1
+    return rank, bool((tied & ~is_hit).any() and not above.any())
+
+
+def tie_aware_order(scores: np.ndarray, tolerance: float) -> np.ndarray:
+    """Indices by score, best first, scores within `tolerance` of their neighbour counted equal (lower index first).
+
+    >>> tie_aware_order(np.array([0.5, 0.9, 0.5 + 1e-7, 0.1]), 1e-5).tolist()
+    [1, 0, 2, 3]
+    """
+    by_score = np.lexsort((np.arange(len(scores)), -scores))
+    gaps = -np.diff(scores[by_score]) > tolerance  # a new group of equal scores starts after each real gap
+    group = np.concatenate([[0], np.cumsum(gaps)])
+    order_of = np.empty(len(scores), dtype=np.int64)
+    order_of[by_score] = group
+    return np.lexsort((np.arange(len(scores)), order_of))
 
 
 def answer_at_k(chunk_order: Sequence[str], answers: Sequence[str], k: int) -> float:
@@ -133,31 +179,50 @@ def per_query_metrics(
     Returns:
         One dict per query; evidence metrics only for queries with evidence groups.
     """
-    result = exact_search(query_vectors, vectors, row_doc, top_k_documents=len(doc_names),
-                          top_k_chunks=max(ks), block_size=block_size, best_chunks=False, precision=precision)
+    tolerance = TIE_TOLERANCE if precision == "float32" else 0.0
     starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
     name_to_index = {name: i for i, name in enumerate(doc_names)}
+    row_index = {row_id: i for i, row_id in enumerate(row_ids)} if sentence_level else {}
+    block = max(1, (block_size or 1 << 24) // max(len(vectors), 1))
     records = []
-    for qi, query in enumerate(queries):
-        record: dict[str, float] = {}
-        document_order = [doc_names[d] for d in result.doc_ids[qi]]
-        rank = best_target_rank(document_order, query.targets)
-        for k in ks:
-            record[f"Document@{k}"] = float(rank is not None and rank <= k)
-        if sentence_level:
-            chunk_order = [row_ids[r] for r in result.chunk_rows[qi]]
-            for k in ks:
-                record[f"Answer@{k}"] = answer_at_k(chunk_order, query.answers, k)
-            if query.evidence:
-                d_star = name_to_index[document_order[rank - 1] if rank is not None else query.targets[0]]
-                rows = np.arange(starts[d_star], starts[d_star + 1])
-                scores = (query_vectors[qi : qi + 1].astype(np.float64) @ vectors[rows].astype(np.float64).T)[0]
-                sentence_order = [row_ids[rows[i]] for i in np.lexsort((np.arange(len(rows)), -scores))]
-                for k in ks:
-                    recall, complete = evidence_at_k(sentence_order, query.answers, query.evidence, k, rank)
-                    record[f"EvidenceRecall@{k}"], record[f"AllEvidence@{k}"] = recall, complete
-        records.append(record)
+    for first in range(0, len(queries), block):
+        scores = dot(query_vectors[first : first + block], vectors, precision).astype(np.float64)  # (q, N)
+        doc_scores = np.maximum.reduceat(scores, starts[:-1], axis=1) if len(vectors) else scores  # (q, docs)
+        for offset, query in enumerate(queries[first : first + block]):
+            records.append(_query_metrics(query, scores[offset], doc_scores[offset], name_to_index, row_index,
+                                          row_ids, starts, ks, sentence_level, tolerance))
     return records
+
+
+def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_index, row_ids, starts, ks,
+                   sentence_level: bool, tolerance: float) -> dict[str, float]:
+    is_target = np.zeros(len(doc_scores), dtype=bool)
+    is_target[[name_to_index[t] for t in query.targets if t in name_to_index]] = True
+    rank, doc_tied = tie_aware_rank(doc_scores, is_target, tolerance)
+    record: dict[str, float] = {f"Document@{k}": float(rank is not None and rank <= k) for k in ks}
+    if not sentence_level:
+        record["tied"] = float(doc_tied)
+        return record
+    is_answer = np.zeros(len(scores), dtype=bool)
+    is_answer[[row_index[a] for a in query.answers if a in row_index]] = True
+    answer_rank, answer_tied = tie_aware_rank(scores, is_answer, tolerance)
+    for k in ks:
+        record[f"Answer@{k}"] = float(answer_rank is not None and answer_rank <= k)
+    record["tied"] = float(doc_tied or answer_tied)
+    if query.evidence:
+        d_star = np.flatnonzero(is_target)[0] if rank is None else _best_target(doc_scores, is_target, tolerance)
+        rows = np.arange(starts[d_star], starts[d_star + 1])
+        sentence_order = [row_ids[rows[i]] for i in tie_aware_order(scores[rows], tolerance)]
+        for k in ks:
+            recall, complete = evidence_at_k(sentence_order, query.answers, query.evidence, k, rank)
+            record[f"EvidenceRecall@{k}"], record[f"AllEvidence@{k}"] = recall, complete
+    return record
+
+
+def _best_target(doc_scores: np.ndarray, is_target: np.ndarray, tolerance: float) -> int:
+    targets = np.flatnonzero(is_target)
+    top = doc_scores[targets].max()
+    return int(targets[doc_scores[targets] >= top - tolerance].min())
 
 
 def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:

@@ -24,6 +24,20 @@ def context_bench_table(results: dict, columns=CONTEXT_BENCH_COLUMNS) -> str:
     return "\n".join(lines)
 
 
+def ties_line(results: dict) -> str:
+    """How many queries a score tie decided (`tied`), per mode, in one sentence.
+
+    >>> ties_line({"contextual": {"tied": 0.0, "queries": 4}, "independent": {"tied": 0.5, "queries": 4}})
+    'Ties (scores within 1e-05, the lower corpus index ranked first) decided Document@1 or Answer@1 for 0 of 4 queries (contextual), 2 of 4 (independent).'
+    """
+    from contextembed.evaluation.context_bench import TIE_TOLERANCE
+
+    parts = [f"{round(m['tied'] * m['queries'])} of {m['queries']}" + (" queries" if i == 0 else "") + f" ({mode})"
+             for i, (mode, m) in enumerate((mode, m) for mode, m in results.items() if "tied" in m)]
+    return (f"Ties (scores within {TIE_TOLERANCE:g}, the lower corpus index ranked first) decided Document@1 or "
+            f"Answer@1 for {', '.join(parts)}.")
+
+
 def capability_table(results: dict, metrics=("Answer@1", "Answer@10")) -> str:
     """Each of `metrics` per capability (rows) and mode (columns), for the modes that score sentences."""
     modes = [m for m in results if "by_capability" in results[m] and any(

@@ -32,7 +32,7 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
             documents, queries = loaders.load_context_bench(folder)
             results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision, **options)
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
-            table = report.context_bench_table(results[name], columns)
+            table = report.context_bench_table(results[name], columns) + "\n\n" + report.ties_line(results[name])
             if any("by_capability" in r for r in results[name].values()):
                 table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks])
         elif layout == "conteb":

@@ -57,8 +57,24 @@ def test_per_query_metrics_on_known_vectors():
     query = np.array([[0.0, 1.0, 0.0]], dtype=np.float32)
     queries = [ContextQuery("q", "text", ["b"], ["b#1"], [[["b#0"]], [["a#0"]]])]
     (record,) = per_query_metrics(query, vectors, row_doc, row_ids, ["a", "b"], queries, ks=[1, 2])
-    assert record == {"Document@1": 1.0, "Document@2": 1.0, "Answer@1": 1.0, "Answer@2": 1.0,
+    assert record == {"Document@1": 1.0, "Document@2": 1.0, "Answer@1": 1.0, "Answer@2": 1.0, "tied": 0.0,
                       "EvidenceRecall@1": 0.5, "AllEvidence@1": 0.0, "EvidenceRecall@2": 0.5, "AllEvidence@2": 0.0}
+
+
+def test_float_noise_does_not_decide_a_tie():
+    """Two copies of one sentence in two documents, as batch composition leaves them: equal up to ~1e-7. Whichever
+    copy the noise favours, the stated rule decides (the lower corpus index first) and the tie is reported."""
+    base = np.array([0.6, 0.8, 0.0], dtype=np.float32)
+    query = np.array([[0.6, 0.8, 0.0]], dtype=np.float32)
+    queries = [ContextQuery("q", "text", ["b"], ["b#0"])]
+    outcomes = set()
+    for noise in (-3e-7, 0.0, 3e-7):
+        copy = base + np.array([noise, 0.0, 0.0], dtype=np.float32)
+        vectors = np.stack([base, [0.0, 0.0, 1.0], copy, [0.0, 0.0, 1.0]]).astype(np.float32)
+        (record,) = per_query_metrics(query, vectors, np.array([0, 0, 1, 1]), ["a#0", "a#1", "b#0", "b#1"], ["a", "b"],
+                                      queries, ks=[1, 2])
+        outcomes.add((record["Document@1"], record["Answer@1"], record["Answer@2"], record["tied"]))
+    assert outcomes == {(0.0, 0.0, 1.0, 1.0)}  # a's copy (index 0) ranks first every time; the tie is counted
 
 
 def test_queries_without_evidence_are_left_out_of_evidence_means():
