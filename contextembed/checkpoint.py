@@ -101,20 +101,29 @@ def is_checkpoint(path: str | Path) -> bool:
     return isinstance(config, dict) and config.get("model_type") == "contextembed"
 
 
-def check_checkpoint_target(output_dir: str | Path, overwrite: bool = False) -> None:
-    """Raise a `ValueError` unless a checkpoint may be written to `output_dir`: a new or empty folder, or (with
-    `overwrite=True`) a folder that already holds a contextembed checkpoint. Anything else in the way (a file, a
-    folder of other things such as a user's own README.md or config.json) is never written into."""
+def check_output_folder(output_dir: str | Path, holds, what: str, overwrite: bool = False) -> None:
+    """Raise a `ValueError` unless `what` (an index, a checkpoint) may be written to `output_dir`: a new or empty
+    folder, or (with `overwrite=True`) one for which `holds(folder)` says it already holds one. Anything else in the
+    way (a file, a folder of other things such as a user's own README.md or config.json) is never written into."""
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
-        raise ValueError(f"the output path {str(output_dir)!r} is a file: pass a folder for the checkpoint")
+        raise ValueError(f"the output path {str(output_dir)!r} is a file: pass a folder for the {what}")
     if output_dir.is_dir() and any(output_dir.iterdir()):
-        if not is_checkpoint(output_dir):
-            raise ValueError(f"{str(output_dir)!r} is a non-empty folder that is not a contextembed checkpoint: "
-                             "pass a new or empty folder (nothing in it was changed)")
+        if not holds(output_dir):
+            raise ValueError(f"{str(output_dir)!r} is a non-empty folder that is not {_article(what)} {what}: pass a "
+                             "new or empty folder (nothing in it was changed)")
         if not overwrite:
-            raise ValueError(f"{str(output_dir)!r} already holds a checkpoint: pass --overwrite (overwrite=True) "
-                             "to replace it")
+            raise ValueError(f"{str(output_dir)!r} already holds {_article(what)} {what}: pass --overwrite "
+                             "(overwrite=True) to replace it")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def check_checkpoint_target(output_dir: str | Path, overwrite: bool = False) -> None:
+    """`check_output_folder` for a contextembed checkpoint."""
+    check_output_folder(output_dir, is_checkpoint, "contextembed checkpoint", overwrite)
 
 
 def save_checkpoint(

@@ -191,7 +191,8 @@ class ContextEmbedder:
         vectors = self._encode(documents, task="document", titles=titles, batch_size=batch_size,
                                max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
                                output_dim=output_dim, precision=precision, normalize=normalize,
-                               long_documents=long_documents, empty_chunks=empty_chunks)
+                               long_documents=long_documents, empty_chunks=empty_chunks,
+                               warn_long_chunks=chunker is not None)
         vectors = [self._convert(v, convert_to_tensor) for v in vectors]
         if chunk_lists is None:
             return vectors
@@ -227,7 +228,7 @@ class ContextEmbedder:
                                       self.config.int8_clip_sigmas, self.config.int8_scheme), convert_to_tensor)
 
     def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, output_dim,
-                precision, normalize, long_documents, empty_chunks) -> list[np.ndarray]:
+                precision, normalize, long_documents, empty_chunks, warn_long_chunks=False) -> list[np.ndarray]:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if precision != "float32" and not normalize:
@@ -241,6 +242,8 @@ class ContextEmbedder:
 
         rows = self.processor.tokenize_documents(documents, task=task, titles=titles, long_documents=long_documents,
                                                  empty_chunks=empty_chunks)
+        if warn_long_chunks:
+            _warn_long_chunks(rows, self.config.max_seq_length)
         batches = token_budget_batches([len(r["input_ids"]) for r in rows], batch_size, max_tokens_per_batch)
         if show_progress_bar is None:
             show_progress_bar = len(batches) > 8
@@ -303,6 +306,21 @@ def token_budget_batches(lengths: Sequence[int], batch_size: int, max_tokens: in
         else:
             batches.append([i])
     return batches
+
+
+def _warn_long_chunks(rows: list[dict], window: int) -> None:
+    """One warning for the chunks a chunker made longer than a window (a long text with no sentence boundary, say):
+    each still gets its one vector, but that vector averages pieces pooled in separate windows."""
+    long = []
+    for doc, row in enumerate(rows):
+        lengths = np.bincount(np.asarray(row["chunk_ids"]) + 1, minlength=row["num_chunks"] + 1)[1:]  # (C,)
+        long += [(doc, int(n)) for n in lengths if n > window]
+    if long:
+        logger.warning(
+            "%d chunk(s) are longer than a window of %d tokens (the first: %d tokens, in document %d); each is "
+            "embedded as the mean of pieces pooled in separate windows, so one vector stands for a long span: "
+            "split such text into smaller chunks (for example chunker='tokens')", len(long), window, long[0][1],
+            long[0][0])
 
 
 def _as_list(values, name: str, expected: str) -> list:

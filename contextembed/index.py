@@ -113,17 +113,10 @@ def restore_interrupted(output_dir: str | Path) -> bool:
 
 def check_index_target(output_dir: str | Path, overwrite: bool = False) -> None:
     """Raise a `ValueError` unless an index may be written to `output_dir` (see `write_index`)."""
-    output_dir = Path(output_dir)
+    from contextembed.checkpoint import check_output_folder
+
     restore_interrupted(output_dir)
-    if output_dir.exists() and not output_dir.is_dir():
-        raise ValueError(f"the output path {str(output_dir)!r} is a file: pass a folder for the index")
-    if output_dir.is_dir() and any(output_dir.iterdir()):
-        if not is_index(output_dir):
-            raise ValueError(f"{str(output_dir)!r} is a non-empty folder that is not an index: pass a new or empty "
-                             "folder")
-        if not overwrite:
-            raise ValueError(f"{str(output_dir)!r} already holds an index: pass --overwrite (overwrite=True) to "
-                             "replace it")
+    check_output_folder(output_dir, is_index, "index", overwrite)
 
 
 def read_index(path: str | Path) -> Index:

@@ -13,15 +13,12 @@ the model; with `long_documents="error"` the processor refuses it instead.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import torch
 from transformers.processing_utils import ProcessorMixin
-
-logger = logging.getLogger(__name__)
 
 LONG_DOCUMENT_MODES = ("window", "error")
 EMPTY_CHUNK_MODES = ("error", "zero")
@@ -158,11 +155,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         long_documents: LongDocuments | None = None,
         empty_chunks: EmptyChunks | None = None,
     ) -> list[dict[str, list[int]]]:
-        """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document.
-
-        A chunk longer than a window is kept whole (the model pools it in pieces and averages them); the call
-        logs one warning saying how many such chunks there were, since one vector then stands for a long span.
-        """
+        """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document."""
         documents = normalize_documents(text)
         if task is not None and task not in TASKS:
             raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
@@ -201,8 +194,6 @@ class ContextEmbedProcessor(ProcessorMixin):
                 self._check_long_document(doc_index, len(row["input_ids"]), len(context), len(title_tokens[doc_index]),
                                           limit, long_documents)
             rows.append(row)
-        if limit:
-            _warn_long_chunks(encoded[: len(flat)], [n for n, chunks in enumerate(documents) for _ in chunks], limit)
         return rows
 
     def _document_row(self, doc_index: int, chunk_tokens: list[list[int]], context: list[int], describe,
@@ -369,19 +360,6 @@ def normalize_titles(titles, num_documents: int) -> list[str | None]:
         if title is not None:
             check_text(title, f"titles[{i}]")
     return titles
-
-
-def _warn_long_chunks(chunk_tokens: list[list[int]], doc_of_chunk: list[int], window: int) -> None:
-    """One warning for the chunks of a call that are longer than a window (a text with no sentence boundary, say):
-    each still gets its one vector, but it averages pieces pooled in separate windows."""
-    long = [(i, len(tokens)) for i, tokens in enumerate(chunk_tokens) if len(tokens) > window]
-    if long:
-        first, length = long[0]
-        logger.warning(
-            "%d chunk(s) are longer than a window of %d tokens (the first: %d tokens, in document %d); each is "
-            "embedded as the mean of pieces pooled in separate windows, so one vector stands for a long span: "
-            "split such text into smaller chunks (for example chunker='tokens')",
-            len(long), window, length, doc_of_chunk[first])
 
 
 def _is_collection(value) -> bool:

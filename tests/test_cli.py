@@ -134,7 +134,7 @@ def test_build_never_writes_into_a_folder_of_other_files(backbone_dirs, tmp_path
     out = tmp_path / "ckpt"
     assert main(["build", str(backbone_dirs["bert"]), str(out)]) == 0
     assert main(["build", str(backbone_dirs["bert"]), str(out)]) == 2
-    assert "already holds a checkpoint: pass --overwrite" in capsys.readouterr().err
+    assert "already holds a contextembed checkpoint: pass --overwrite" in capsys.readouterr().err
     assert main(["build", str(backbone_dirs["bert"]), str(out), "--overwrite"]) == 0
 
 

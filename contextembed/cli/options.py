@@ -9,35 +9,25 @@ from contextembed.chunking import CHUNKERS
 from contextembed.encoder import DTYPES
 
 
-def positive_int(text: str) -> int:
-    """An argparse `type`: argparse puts the flag's name in front of the message (`argument --top-k: ...`)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+def _number(kind: type, ok, expected: str):
+    """An argparse `type` that parses `kind` and checks `ok`; argparse puts the flag's name in front of the message
+    (`argument --top-k: must be a positive integer, got 0`)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {value}")
+        return value
+
+    parse.__name__ = expected.replace(" ", "_")
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
-    return value
+positive_int = _number(int, lambda v: v > 0, "a positive integer")
+non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
+positive_float = _number(float, lambda v: v > 0, "a positive number")
 
 
 def add_model_options(parser: argparse.ArgumentParser, *, output_dim: bool = True) -> None:
