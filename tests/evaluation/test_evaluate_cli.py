@@ -35,7 +35,7 @@ def test_evaluate_errors(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "missing"), "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["evaluate", "--format", "beir", "--out", str(tmp_path)]) == 2
-    assert "pass DATA for other formats" in capsys.readouterr().err
+    assert "pass a dataset folder for other layouts" in capsys.readouterr().err
 
 
 def test_evaluate_a_given_folder(default_model_cache, tmp_path, capsys):
