@@ -33,6 +33,26 @@ def show_results(query: str, result, records: list[dict], *, chunks_per_doc: int
         print()
 
 
+def results_json(query: str, result, records: list[dict], *, precision: str) -> dict:
+    """The ranked documents of one query as one JSON-ready object: each document's name, score and best chunk
+    (index, character offsets, text). Scores are cosines for float vectors and the integer score for codes.
+
+    >>> from types import SimpleNamespace
+    >>> records = [{"doc": 0, "path": "a.txt", "chunk": 0, "start": 0, "end": 4, "text": "Rent"}]
+    >>> found = SimpleNamespace(doc_ids=[[0]], doc_scores=[[0.5]], doc_best_chunks=[[0]])
+    >>> results_json("rent?", found, records, precision="float32")["documents"]
+    [{'document': 'a.txt', 'score': 0.5, 'chunk': {'index': 0, 'start': 0, 'end': 4, 'text': 'Rent'}}]
+    """
+    as_number = float if precision == "float32" else int
+    documents = []
+    for doc, score, row in zip(result.doc_ids[0], result.doc_scores[0], result.doc_best_chunks[0]):
+        record = records[int(row)]
+        documents.append({"document": record["path"], "score": as_number(score),
+                          "chunk": {"index": record["chunk"], "start": record["start"], "end": record["end"],
+                                    "text": record["text"]}})
+    return {"query": query, "precision": precision, "documents": documents}
+
+
 def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list[dict], *, output_dim,
                     batch_size: int) -> None:
     """Rank the chunks with and without their documents' context, side by side (float vectors)."""

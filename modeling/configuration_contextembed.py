@@ -218,4 +218,5 @@ def is_integer(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "INT8_SCHEMES", "PRECISIONS", "Int8Scheme", "Precision", "is_integer"]
+__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "INT8_SCHEMES", "PRECISIONS", "Int8Scheme", "Precision",
+           "is_integer"]

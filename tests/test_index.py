@@ -167,3 +167,18 @@ def test_search_prints_control_characters_escaped(setup, capsys):
     out = search(index, model, capsys)
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b]0;pwned\\x07\\x1b[2J" in out and "\\x1b[31m" in out
+
+
+def test_search_json_is_one_ranked_object(setup, capsys):
+    model, corpus, index = setup
+    capsys.readouterr()
+    assert main(["search", str(index), "who is the tenant", "--model", model, "--json", "--top-k", "2"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["query"] == "who is the tenant" and found["precision"] == "float32"
+    assert len(found["documents"]) == 2
+    scores = [d["score"] for d in found["documents"]]
+    assert scores == sorted(scores, reverse=True)
+    text = (corpus / found["documents"][0]["document"]).read_text()
+    chunk = found["documents"][0]["chunk"]
+    assert text[chunk["start"] : chunk["end"]] == chunk["text"] and isinstance(chunk["index"], int)
+    assert main(["search", str(corpus), "who is the tenant", "--model", model, "--json", "--compare"]) == 2

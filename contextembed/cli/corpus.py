@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from contextembed.cli import options
@@ -23,6 +24,9 @@ def add_commands(commands) -> None:
                         help="best chunks to show per document (default 2)")
     search.add_argument("--context", type=options.non_negative_int, default=80,
                         help="characters of context around a chunk (default 80)")
+    search.add_argument("--json", action="store_true",
+                        help='print one JSON object instead of text: {"query", "precision", "documents": [{"document", '
+                             '"score", "chunk": {"index", "start", "end", "text"}}, ...]}, ranked')
     search.add_argument("--compare", action="store_true",
                         help="also rank the chunks encoded one by one, without their document (the usual RAG "
                              "pipeline), to see what context changes")
@@ -70,12 +74,14 @@ def encode_command(args: argparse.Namespace) -> int:
 def search_command(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from contextembed.display import show_comparison, show_results
+    from contextembed.display import results_json, show_comparison, show_results
     from contextembed.index import is_index, read_index, restore_interrupted
     from contextembed.search import exact_search
 
     if not args.query.strip():
         raise ValueError("the query is empty")
+    if args.json and args.compare:
+        raise ValueError("--json prints the ranked documents only: leave out --compare")
     chunker = options.chunker(args)
     restore_interrupted(args.path)
     if is_index(args.path):
@@ -99,6 +105,9 @@ def search_command(args: argparse.Namespace) -> int:
     doc_ids = np.array([r["doc"] for r in records])
     result = exact_search(query, vectors, doc_ids, top_k_documents=args.top_k, top_k_chunks=len(vectors),
                           block_size=65536, precision=precision)
+    if args.json:
+        print(json.dumps(results_json(args.query, result, records, precision=precision)))  # ASCII: safe anywhere
+        return 0
     show_results(args.query, result, records, chunks_per_doc=args.chunks_per_doc, context=args.context,
                  precision=precision, output_dim=output_dim,
                  int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
