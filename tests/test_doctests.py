@@ -14,9 +14,11 @@ import pytest
 
 import contextembed
 
+# The model package is installed from another folder (modeling/), so it is walked on its own.
 MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(contextembed.__path__, "contextembed.") if not info.ispkg
-) + ["contextembed.modeling.modeling_contextembed", "contextembed.modeling.processing_contextembed"]
+    info.name for package in (contextembed, contextembed.modeling)
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".") if not info.ispkg
+)
 
 WITHOUT_DOCTESTS = {
     "contextembed.build", "contextembed.checkpoint", "contextembed.corpus", "contextembed.quiet",
