@@ -35,3 +35,12 @@ def test_usage_snippet_runs(default_model_cache, monkeypatch):
     exec(compile(snippet, "README usage", "exec"), namespace)
     assert [v.shape for v in namespace["chunk_vectors"]] == [(3, 384), (1, 384)]
     assert namespace["doc"].embeddings.shape == (46, 384)
+
+
+@pytest.mark.slow
+def test_sentence_transformers_snippet_runs(default_model_cache, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    snippet = next(b for b in re.findall(r"```python\n(.*?)```", README, flags=re.S) if "SentenceTransformer(path)" in b)
+    namespace: dict = {}
+    exec(compile(snippet, "README sentence-transformers", "exec"), namespace)  # every name it uses is defined in it
+    assert namespace["out"].chunk_embeddings.shape[:2] == (2, 2)
