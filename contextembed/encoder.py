@@ -80,16 +80,18 @@ class ContextEmbedder:
         (`file_name` picks another one, e.g. `"onnx/model_qint8.onnx"`) on the CPU, with the same processor,
         pooling and windowing as torch.
         """
-        from contextembed.hub import resolve_checkpoint
-
         from contextembed.checkpoint import check_checkpoint_files
+        from contextembed.convert import convert_pplx, is_pplx_checkpoint
+        from contextembed.hub import resolve_checkpoint
 
         weights_dtype = resolve_dtype(dtype, device)  # a bad dtype is named before any download
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
-        # Every file named by its problem, before transformers reads it (its errors name neither, and its advice
-        # for a pickle is weights_only=False).
-        check_checkpoint_files(path, weights=backend == "torch")
+        pplx = backend == "torch" and is_pplx_checkpoint(path)  # Perplexity's layout, converted in memory
+        if not pplx:  # (convert_pplx checks its own files)
+            # Every file named by its problem, before transformers reads it (its errors name neither, and its
+            # advice for a pickle is weights_only=False).
+            check_checkpoint_files(path, weights=backend == "torch")
         if backend != "torch":
             from contextembed.backends import BackendModel
 
@@ -102,9 +104,7 @@ class ContextEmbedder:
                        ContextEmbedProcessor.from_pretrained(path))
         if file_name is not None:
             raise ValueError("file_name picks an exported graph: pass backend='onnx' or 'openvino' with it")
-        from contextembed.convert import convert_pplx, is_pplx_checkpoint
-
-        if is_pplx_checkpoint(path):  # Perplexity's layout: converted in memory (`contextembed convert` saves it)
+        if pplx:  # `contextembed convert` saves the same conversion as a checkpoint
             if attn_implementation is not None:
                 raise ValueError("attn_implementation cannot be set when a pplx checkpoint is converted on load")
             model, processor = convert_pplx(path)

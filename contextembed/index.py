@@ -57,8 +57,7 @@ def write_index(output_dir: str | Path, embeddings: np.ndarray, chunks: list[dic
     else, or a file at that path, is never touched.
     """
     output_dir = Path(output_dir)
-    restore_interrupted(output_dir)
-    check_index_target(output_dir, overwrite)
+    check_index_target(output_dir, overwrite)  # also finishes an earlier interrupted replace
     if len(chunks) != len(embeddings):
         raise ValueError(f"{len(embeddings)} vectors but {len(chunks)} chunk records")
     output_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -7,11 +7,12 @@ from contextembed.evaluation.context_bench import (
     ContextDocument,
     ContextQuery,
     aggregate,
-    answer_at_k,
-    best_target_rank,
+    best_hit,
     evidence_at_k,
     per_query_metrics,
     run_context_bench,
+    tie_aware_order,
+    tie_aware_rank,
 )
 from contextembed.evaluation.fusion import reciprocal_rank_fusion, rrf_subsample
 from contextembed.evaluation.ir_metrics import evaluate_run, mrr_at_k, ndcg_at_k, recall_at_k
@@ -22,8 +23,7 @@ __all__ = [
     "ContextDocument",
     "ContextQuery",
     "aggregate",
-    "answer_at_k",
-    "best_target_rank",
+    "best_hit",
     "evaluate_run",
     "evidence_at_k",
     "load_beir",
@@ -38,5 +38,7 @@ __all__ = [
     "run_context_bench",
     "run_conteb",
     "run_q2d",
+    "tie_aware_order",
+    "tie_aware_rank",
     "truncate_to_tokens",
 ]

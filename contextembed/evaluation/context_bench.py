@@ -60,14 +60,16 @@ def sentence_id(doc_id: str, index: int) -> str:
     return f"{doc_id}#{index}"
 
 
-def best_target_rank(document_order: Sequence[str], targets: Sequence[str]) -> int | None:
-    """1-based rank of the best-ranked target document (d*), or None if no target is ranked.
+def best_hit(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> int | None:
+    """Index of the hit that ranks first: the highest score, the lower index among hits within `tolerance` of it.
 
-    >>> best_target_rank(["a", "b", "c"], ["c", "b"])
-    2
+    >>> best_hit(np.array([0.9, 0.5 + 1e-7, 0.2, 0.5]), np.array([False, True, False, True]), 1e-5)
+    1
     """
-    targets = set(targets)
-    return next((rank for rank, doc in enumerate(document_order, 1) if doc in targets), None)
+    hits = np.flatnonzero(is_hit)
+    if not len(hits):
+        return None
+    return int(hits[scores[hits] >= scores[hits].max() - tolerance].min())
 
 
 def tie_aware_rank(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> tuple[int | None, bool]:
@@ -81,11 +83,9 @@ def tie_aware_rank(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> 
     >>> tie_aware_rank(np.array([0.2, 0.9, 0.5]), np.array([False, False, True]), 1e-5)
     (2, False)
     """
-    hits = np.flatnonzero(is_hit)
-    if not len(hits):
+    best = best_hit(scores, is_hit, tolerance)
+    if best is None:
         return None, False
-    top = scores[hits].max()
-    best = int(hits[scores[hits] >= top - tolerance].min())  # among equally good hits, the lower index
     others = np.ones(len(scores), dtype=bool)
     others[best] = False
     score = scores[best]
@@ -107,15 +107,6 @@ def tie_aware_order(scores: np.ndarray, tolerance: float) -> np.ndarray:
     order_of = np.empty(len(scores), dtype=np.int64)
     order_of[by_score] = group
     return np.lexsort((np.arange(len(scores)), order_of))
-
-
-def answer_at_k(chunk_order: Sequence[str], answers: Sequence[str], k: int) -> float:
-    """1.0 if an accepted answer sentence is among the top k chunks.
-
-    >>> answer_at_k(["a#0", "b#2", "a#3"], ["a#3"], k=2), answer_at_k(["a#0", "b#2", "a#3"], ["a#3"], k=3)
-    (0.0, 1.0)
-    """
-    return float(bool(set(answers).intersection(chunk_order[:k])))
 
 
 def evidence_at_k(
@@ -210,19 +201,13 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
         record[f"Answer@{k}"] = float(answer_rank is not None and answer_rank <= k)
     record["tied"] = float(doc_tied or answer_tied)
     if query.evidence:
-        d_star = np.flatnonzero(is_target)[0] if rank is None else _best_target(doc_scores, is_target, tolerance)
+        d_star = best_hit(doc_scores, is_target, tolerance)  # the loaders check that every target exists
         rows = np.arange(starts[d_star], starts[d_star + 1])
         sentence_order = [row_ids[rows[i]] for i in tie_aware_order(scores[rows], tolerance)]
         for k in ks:
             recall, complete = evidence_at_k(sentence_order, query.answers, query.evidence, k, rank)
             record[f"EvidenceRecall@{k}"], record[f"AllEvidence@{k}"] = recall, complete
     return record
-
-
-def _best_target(doc_scores: np.ndarray, is_target: np.ndarray, tolerance: float) -> int:
-    targets = np.flatnonzero(is_target)
-    top = doc_scores[targets].max()
-    return int(targets[doc_scores[targets] >= top - tolerance].min())
 
 
 def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:

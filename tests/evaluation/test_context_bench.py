@@ -10,9 +10,10 @@ import pytest
 from contextembed.evaluation.context_bench import (
     ContextQuery,
     aggregate,
-    answer_at_k,
     evidence_at_k,
     per_query_metrics,
+    tie_aware_order,
+    tie_aware_rank,
 )
 from contextembed.evaluation.loaders import load_context_bench
 
@@ -44,9 +45,19 @@ class TestEvidence:
             evidence_at_k(["d#0"], [], [], k=1, doc_rank=1)
 
 
-def test_answer_at_k():
-    assert answer_at_k(["a#0", "b#1"], ["b#1", "c#0"], k=1) == 0.0
-    assert answer_at_k(["a#0", "b#1"], ["b#1", "c#0"], k=2) == 1.0
+def test_tie_aware_rank_and_order_match_a_sorting_oracle():
+    """Scores on a coarse grid (many exact ties) plus noise below the tolerance: sorting by (grid value desc,
+    index asc) is the stated rule, written as plainly as possible."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        grid = rng.integers(0, 5, size=12) / 10
+        scores = grid + rng.uniform(-1e-7, 1e-7, size=12)
+        is_hit = rng.random(12) < 0.3
+        order = sorted(range(12), key=lambda i: (-grid[i], i))
+        assert tie_aware_order(scores, 1e-5).tolist() == order
+        rank, _ = tie_aware_rank(scores, is_hit, 1e-5)
+        expected = next((r for r, i in enumerate(order, 1) if is_hit[i]), None)
+        assert rank == expected
 
 
 def test_per_query_metrics_on_known_vectors():
