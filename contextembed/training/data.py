@@ -5,7 +5,11 @@ A training file is JSON lines, one document per line:
 
     {"id": "recipes/0042", "source": "recipes", "family": "recipes", "text": "...",
      "sentences": [[start, end], ...], "paragraphs": [[start, end], ...],
-     "queries": [{"text": "...", "answer": [[start, end], ...], "evidence": [[start, end], ...]}]}
+     "queries": [{"text": "...", "answer": [[start, end], ...], "evidence": [[start, end], ...],
+                  "teacher": [[start, end, score], ...], "kind": "named/far"}]}
+
+`teacher` (optional) holds an independent teacher's scores in [0, 1] for sentences around the answer (scaled by
+`evidence_weight` in the labels, never above the answer's 1); `kind` (optional) names what the query tests.
 
 Batches are drawn from one family at a time (the other documents of a batch are hard negatives).
 """
@@ -30,6 +34,8 @@ class TrainingQuery:
     text: str
     answer: list[Span]
     evidence: list[Span] = field(default_factory=list)
+    teacher: list[tuple[int, int, float]] = field(default_factory=list)
+    kind: str = ""
 
 
 @dataclass
@@ -59,8 +65,32 @@ class TrainingDocument:
         return cls(record["id"], record["source"], record["family"], record["text"],
                    _spans(record.get("sentences"), "sentences"), _spans(record.get("paragraphs", []), "paragraphs"),
                    [TrainingQuery(q["text"], _spans(q.get("answer"), f"queries[{i}].answer"),
-                                  _spans(q.get("evidence", []), f"queries[{i}].evidence"))
+                                  _spans(q.get("evidence", []), f"queries[{i}].evidence"),
+                                  _scores(q.get("teacher", []), f"queries[{i}].teacher"), str(q.get("kind", "")))
                     for i, q in enumerate(queries)])
+
+
+def _scores(values, name: str) -> list[tuple[int, int, float]]:
+    """`[[start, end, score], ...]` with integer offsets and a score in [0, 1].
+
+    >>> _scores([[0, 4, 0.5]], "teacher")
+    [(0, 4, 0.5)]
+    >>> _scores([[0, 4, 2]], "teacher")
+    Traceback (most recent call last):
+    ...
+    ValueError: field 'teacher' must be a list of [start, end, score] with a score in [0, 1], got [0, 4, 2]
+    """
+    if not isinstance(values, list):
+        raise ValueError(f"field {name!r} must be a list of [start, end, score], got {type(values).__name__}")
+    result = []
+    for value in values:
+        if (not isinstance(value, list) or len(value) != 3 or any(isinstance(v, bool) for v in value)
+                or not all(isinstance(v, int) for v in value[:2]) or not isinstance(value[2], (int, float))
+                or not 0 <= value[2] <= 1):
+            raise ValueError(f"field {name!r} must be a list of [start, end, score] with a score in [0, 1], "
+                             f"got {value!r}")
+        result.append((value[0], value[1], float(value[2])))
+    return result
 
 
 def _spans(values, name: str) -> list[Span]:
@@ -82,6 +112,26 @@ def _spans(values, name: str) -> list[Span]:
     return [tuple(v) for v in values]
 
 
+def lines_document(doc_id: str, source: str, family: str, lines: list[str], paragraphs: list[list[int]],
+                   queries: list[tuple]) -> TrainingDocument:
+    """A document made of lines joined by newlines (one sentence each); paragraphs are lists of line indices and
+    each query is `(text, answer lines, evidence lines)` or `(text, answer lines, evidence lines, kind)`.
+
+    >>> d = lines_document("d", "s", "f", ["Title.", "Rent is due."], [[0], [1]], [("rent?", [1], [0], "named/near")])
+    >>> d.text[slice(*d.queries[0].answer[0])], d.queries[0].kind
+    ('Rent is due.', 'named/near')
+    """
+    text, spans = "", []
+    for line in lines:
+        spans.append((len(text), len(text) + len(line)))
+        text += line + "\n"
+    to_spans = lambda indices: [spans[i] for i in indices]  # noqa: E731
+    return TrainingDocument(
+        doc_id, source, family, text.rstrip("\n"), spans,
+        [(spans[p[0]][0], spans[p[-1]][1]) for p in paragraphs if p],
+        [TrainingQuery(q[0], to_spans(q[1]), to_spans(q[2]), kind=q[3] if len(q) > 3 else "") for q in queries])
+
+
 def write_documents(path: str | Path, documents: list[TrainingDocument]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for document in documents:
@@ -100,7 +150,7 @@ def read_documents(path: str | Path) -> list[TrainingDocument]:
         except ValueError as error:
             raise ValueError(f"{where}: not a training document: {error}") from error
         spans = [*document.sentences, *document.paragraphs]
-        spans += [s for q in document.queries for s in (*q.answer, *q.evidence)]
+        spans += [s for q in document.queries for s in (*q.answer, *q.evidence, *(t[:2] for t in q.teacher))]
         if not document.queries or not document.sentences:
             raise ValueError(f"{where}: a training document needs sentences and at least one query")
         if any(not 0 <= s < e <= len(document.text) for s, e in spans):
@@ -125,12 +175,15 @@ def chunk_document(document: TrainingDocument, chunker: str, tokenizer=None, win
 
 
 def word_labels(text: str, query: TrainingQuery, evidence_weight: float = 0.5) -> list[tuple[int, int, float]]:
-    """Gold scores of the document's words: 1 inside an answer span, `evidence_weight` inside evidence, else 0.
+    """Scores of the document's words: 1 inside an answer span, `evidence_weight` inside evidence, else the
+    teacher's score (scaled by `evidence_weight`) where it scored the sentence, else 0.
 
     Words stand in for tokens: the teacher's chunk relevance only needs a score per small unit.
 
     >>> word_labels("Rent is due. It is late.", TrainingQuery("q", answer=[(13, 24)], evidence=[(0, 12)]))
     [(0, 4, 0.5), (5, 7, 0.5), (8, 12, 0.5), (13, 15, 1.0), (16, 18, 1.0), (19, 24, 1.0)]
+    >>> word_labels("Rent is due. It is late.", TrainingQuery("q", answer=[(0, 12)], teacher=[(13, 24, 0.5)]))
+    [(0, 4, 1.0), (5, 7, 1.0), (8, 12, 1.0), (13, 15, 0.25), (16, 18, 0.25), (19, 24, 0.25)]
     """
     labels = []
     for match in re.finditer(r"\S+", text):
@@ -140,6 +193,8 @@ def word_labels(text: str, query: TrainingQuery, evidence_weight: float = 0.5) -
             score = 1.0
         elif any(s < ee and es < e for es, ee in query.evidence):
             score = evidence_weight
+        else:
+            score = max([evidence_weight * t for ts, te, t in query.teacher if s < te and ts < e], default=0.0)
         labels.append((s, e, score))
     return labels
 

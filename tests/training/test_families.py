@@ -1,0 +1,124 @@
+"""Families from real text: copies that differ only in what identifies them, asked about sentences that never
+name it; and the split that keeps a whole source and a whole generator out of training."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from contextembed.training.families import (
+    GENERATORS,
+    HELD_OUT_GENERATORS,
+    HELD_OUT_SOURCES,
+    NEAR_TOKENS,
+    TRAINING_GENERATORS,
+    family_documents,
+    identities,
+    split_texts,
+)
+from contextembed.training.texts import Text
+
+SENTENCES = [
+    "The configuration file is read once when the service starts.",
+    "Each line holds a key and a value separated by an equals sign.",
+    "Comments begin with a hash sign and run to the end of the line.",
+    "Unknown keys are reported in the log and otherwise ignored.",
+    "The reload command rereads the file without stopping running jobs.",
+    "Paths may be absolute or relative to the folder of the file.",
+    "A missing file is treated as an empty configuration.",
+    "Values longer than one line continue after a trailing backslash.",
+]
+
+
+LETTERS = "bcdfgklmnprstvz"
+
+
+def real_text(paragraphs: int = 12) -> Text:
+    """A manual page of distinct sentences (a made-up word in each), 3 paragraphs of 4 sentences per section."""
+    sentences = (f"{SENTENCES[n % 8][:-1]} for the {LETTERS[n % 15]}o{LETTERS[n // 15 % 15]}a table."
+                 for n in range(paragraphs * 4))
+    sections = [(f"Part {k}", [" ".join(next(sentences) for _ in range(4)) for _ in range(3)])
+                for k in range(paragraphs // 3)]
+    return Text("manpages/demo.5", "manpages", "demo", sections)
+
+
+def names_of(family, generator) -> list[str]:
+    """Every identifying string of every copy, regenerated with the same seed."""
+    people, _ = identities(generator, "manual page", len(family), random.Random(0))
+    return sorted({n for identity in people for n in identity.names}, key=len, reverse=True)
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_copies_differ_only_in_the_identifying_span(generator):
+    family = family_documents(real_text(), generator, random.Random(0), copies=8, max_chars=3000, start=0)
+    assert len(family) == 8 and len({d.family for d in family}) == 1
+    names = names_of(family, generator)
+    assert len(names) >= 8
+    masked = set()
+    for document in family:
+        text = document.text
+        for name in names:
+            text = text.replace(name, "X")
+        masked.add(text)
+    assert len(masked) == 1  # with every identity masked, the copies are the same text
+    assert len({d.text for d in family}) == 8
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_the_asked_sentence_never_holds_the_span_and_the_query_names_its_copy(generator):
+    family = family_documents(real_text(), generator, random.Random(0), copies=8, max_chars=3000, start=0)
+    names = names_of(family, generator)
+    for document in family:
+        own = [n for n in names if n in document.text]
+        assert document.queries
+        for query in document.queries:
+            (start, end), = query.answer
+            answer = document.text[start:end]
+            assert not any(n in answer for n in names)  # the sentence asked about never names a copy
+            assert any(n in query.text for n in own)  # the query names its own copy
+            assert not any(n in query.text for n in names if n not in own)
+            assert query.kind.startswith(generator + "/")
+            assert all(document.text[s:e] and any(n in document.text[s:e] for n in own) for s, e in query.evidence)
+
+
+def test_distance_is_counted_in_tokens_from_the_document_start():
+    family = family_documents(real_text(24), "named", random.Random(1), copies=2, max_chars=9000, start=0,
+                              queries_per_document=8, count_tokens=lambda s: len(s.split()))
+    for document in family:
+        for query in document.queries:
+            words = len(document.text[: query.answer[0][1]].split())
+            assert query.kind == ("named/near" if words <= NEAR_TOKENS else "named/far")
+    assert {q.kind for q in family[0].queries} == {"named/near", "named/far"}
+
+
+def test_a_text_too_short_to_ask_about_makes_no_family():
+    text = Text("pydocs/x", "pydocs", "x", [("", ["Too short."])])
+    assert family_documents(text, "named", random.Random(0)) == []
+
+
+def test_unknown_generator_is_named():
+    with pytest.raises(ValueError, match="generator must be one of"):
+        family_documents(real_text(), "rhyming", random.Random(0))
+
+
+def test_held_out_source_and_generator_never_train():
+    assert set(HELD_OUT_GENERATORS) & set(TRAINING_GENERATORS) == set()
+    assert set(TRAINING_GENERATORS) | set(HELD_OUT_GENERATORS) == set(GENERATORS)
+    texts = [Text(f"{source}/{i}", source, "t") for source in ("pydocs", "perldoc", *HELD_OUT_SOURCES)
+             for i in range(50)]
+    train, validation = split_texts(texts, 0.1, seed=3)
+    assert not any(t.source in HELD_OUT_SOURCES for t in train)
+    assert {t.id for t in train} & {t.id for t in validation} == set()
+    assert len(train) + len(validation) == len(texts)
+    assert any(t.source == "pydocs" for t in validation)  # pages of the training sources are held out too
+
+
+def test_query_words_come_from_the_real_sentence_not_the_reference_words():
+    family = family_documents(real_text(), "people", random.Random(2), copies=3, max_chars=3000, start=0)
+    for document in family:
+        for query in document.queries:
+            answer = document.text[slice(*query.answer[0])]
+            assert re.match(r"(She|He|In (her|his) view)", answer)  # the asked sentence refers by pronoun
+            assert not re.search(r"\b(points|explains|view)\b", query.text)
