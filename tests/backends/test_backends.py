@@ -192,3 +192,20 @@ def test_a_damaged_graph_is_named(exported, tmp_path, damage):
     graph.write_bytes({"empty": b"", "truncated": data[: len(data) // 3], "garbage": b"\x00not onnx" * 50}[damage])
     with pytest.raises(ValueError, match=r"cannot load .*model.onnx.* as an onnx graph .* Re-run `contextembed export`"):
         contextembed.load(path, backend="onnx")
+
+
+def test_onnx_carries_the_opening_like_torch(built, tmp_path):
+    """With window_head_tokens set, every later window carries the opening in the exported graph too."""
+    import json
+
+    path = shutil.copytree(built["bert"][0], tmp_path / "head")
+    config = json.loads((path / "config.json").read_text())
+    config["window_head_tokens"] = 8
+    (path / "config.json").write_text(json.dumps(config))
+    export(path, "onnx")
+    reference, onnx = contextembed.load(path), contextembed.load(path, backend="onnx")
+    assert reference.model.config.window_head_tokens == onnx.model.config.window_head_tokens == 8
+    documents = [long_document(40, seed=9), ["she is the company"] + long_document(40, seed=9)[1:]]
+    assert_same_vectors(reference, onnx, documents, atol=1e-4)
+    carried = onnx.encode_documents(documents)
+    assert np.abs(carried[0][-1] - carried[1][-1]).max() > 1e-4  # the last window sees the edited opening
