@@ -1,4 +1,4 @@
-"""The `contextembed` command: search, encode, build, export, convert, evaluate and train.
+"""The `contextembed` command: search, encode, build, export, convert, evaluate, train and serve.
 
     contextembed search PATH "query"      embed a folder of .txt/.md files (or an index) and show the best hits
     contextembed encode PATH OUTPUT_DIR   write a corpus's chunk vectors and metadata for later searches
@@ -7,8 +7,9 @@
     contextembed convert SRC_DIR OUT_DIR  Perplexity's pplx-embed-context-v1 as a checkpoint that needs no remote code
     contextembed evaluate [DATA]          score a model (default: the shipped contextual evaluation sets)
     contextembed train CHECKPOINT DATA OUTPUT_DIR   fine-tune for contextual retrieval
+    contextembed serve [MODEL]            the model over HTTP (OpenAI, Perplexity and Voyage embedding APIs)
 
-One module per command group (`corpus`, `checkpoints`, `evaluate`, `train`) adds its commands; `options` holds
+One module per command group (`corpus`, `checkpoints`, `evaluate`, `train`, `serve`) adds its commands; `options` holds
 what they share (model, backend and chunking options, and the one `load_model`). Arguments are parsed before any
 command imports what it needs, so `--help` and a mistyped argument cost no model loading. Library modules never
 import this package.
@@ -21,9 +22,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from contextembed.cli import checkpoints, corpus, evaluate, train
+from contextembed.cli import checkpoints, corpus, evaluate, serve, train
 
-COMMAND_GROUPS = (corpus, checkpoints, evaluate, train)
+COMMAND_GROUPS = (corpus, checkpoints, evaluate, train, serve)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,67 @@
+"""`contextembed serve`: the model behind the OpenAI, Perplexity and Voyage embedding APIs (extra `serve`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from contextembed.cli import options
+
+
+def add_commands(commands) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve a model over HTTP (OpenAI, Perplexity and Voyage embedding APIs)",
+        description="POST /v1/embeddings (OpenAI; each input embedded as a query unless input_type is document), "
+                    "POST /v1/contextualizedembeddings (Perplexity's `input` or Voyage's `inputs`: documents as "
+                    "lists of chunks, one vector per chunk, late chunking), GET /v1/models, /health, /metrics. "
+                    "Binds to 127.0.0.1 unless --host says otherwise. Needs pip install 'contextembed[serve]'.")
+    serve.add_argument("model_path", nargs="?", metavar="MODEL", help="checkpoint folder or name (default: the packaged default model)")
+    options.add_model_options(serve, output_dim=False)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=options.positive_int, default=8000, help="port (default 8000)")
+    serve.add_argument("--served-model-name", action="append", default=None, metavar="NAME",
+                       help="a name requests may give as `model` (repeatable; default: the model's own name)")
+    serve.add_argument("--api-key-file", type=Path, help="file of accepted API keys, one per line (Bearer auth)")
+    serve.add_argument("--max-documents", type=options.positive_int, default=512, help="per request (default 512)")
+    serve.add_argument("--max-chunks", type=options.positive_int, default=16_000, help="per request (default 16000)")
+    serve.add_argument("--max-tokens", type=options.positive_int, default=120_000, help="per request (default 120000)")
+    serve.add_argument("--max-document-tokens", type=options.positive_int, default=32_768,
+                       help="per document (default 32768)")
+    serve.add_argument("--max-body-mb", type=options.positive_float, default=16.0, help="request body (default 16)")
+    serve.add_argument("--max-tokens-per-batch", type=options.positive_int, default=16384,
+                       help="tokens per merged forward pass (default 16384)")
+    serve.add_argument("--max-queued-chunks", type=options.positive_int, default=65536,
+                       help="chunks waiting before requests are refused with 503 (default 65536)")
+    serve.set_defaults(func=serve_command)
+
+
+def api_keys(path: Path | None) -> list[str]:
+    if path is None:
+        return []
+    keys = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not keys:
+        raise ValueError(f"--api-key-file {str(path)!r} holds no key")
+    return keys
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from contextembed.serve import Limits, ServeSettings, create_app
+    except ImportError as error:
+        raise ImportError("contextembed serve needs FastAPI and uvicorn: pip install 'contextembed[serve]'") from error
+    from contextembed.default_model import DEFAULT_MODEL_NAME
+
+    keys = api_keys(args.api_key_file)  # a bad key file fails before the model loads
+    name = args.model_path or args.model or DEFAULT_MODEL_NAME
+    model = options.load_model(args, name)
+    limits = Limits(max_documents=args.max_documents, max_chunks=args.max_chunks, max_tokens=args.max_tokens,
+                    max_document_tokens=args.max_document_tokens, max_body_bytes=int(args.max_body_mb * 2**20))
+    settings = ServeSettings(model_names=args.served_model_name or [Path(name).name or name], api_keys=keys,
+                             limits=limits, max_tokens_per_batch=args.max_tokens_per_batch,
+                             max_queued_chunks=args.max_queued_chunks)
+    app = create_app(model, settings)
+    print(f"serving {settings.model_names[0]} on http://{args.host}:{args.port}", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    return 0

@@ -1,0 +1,14 @@
+"""An embedding server for a contextembed model (`contextembed serve`, extra `serve`).
+
+`protocol` (the OpenAI, Perplexity and Voyage request and response shapes, pure), `batcher` (requests merged into
+token-budgeted forward passes on one worker thread, a bounded queue) and `app` (the FastAPI routes, limits, API
+keys, metrics). Importing `contextembed.serve` needs FastAPI, uvicorn and prometheus-client.
+"""
+
+from __future__ import annotations
+
+from contextembed.serve.app import ServeSettings, create_app
+from contextembed.serve.batcher import Batcher
+from contextembed.serve.protocol import Limits, RequestError
+
+__all__ = ["Batcher", "Limits", "RequestError", "ServeSettings", "create_app"]

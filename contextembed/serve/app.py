@@ -1,0 +1,202 @@
+"""The ASGI application: FastAPI routes over one loaded model and its `Batcher`.
+
+`create_app(model, settings)` serves `POST /v1/embeddings` (OpenAI), `POST /v1/contextualizedembeddings`
+(Perplexity's `input` or Voyage's `inputs`), `GET /v1/models`, `GET /health` (200 once the model is loaded and the
+worker runs) and `GET /metrics` (Prometheus). No route reads or writes files or loads a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from contextembed.serve.batcher import Batcher
+from contextembed.serve.protocol import (
+    Job,
+    Limits,
+    RequestError,
+    check_model,
+    parse_contextualized,
+    parse_embeddings,
+    response,
+)
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, Response
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+    from starlette.concurrency import run_in_threadpool
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError("the server needs FastAPI, uvicorn and prometheus-client: pip install 'contextembed[serve]'"
+                      ) from error
+
+
+@dataclass
+class ServeSettings:
+    model_names: list[str]  # the names requests may use for the served model (the first is its own)
+    api_keys: list[str] = field(default_factory=list)  # empty: no authentication
+    limits: Limits = field(default_factory=Limits)
+    max_tokens_per_batch: int = 16384
+    max_queued_chunks: int = 65536
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.requests = Counter("contextembed_requests_total", "Requests by route and status code",
+                                ["route", "code"], registry=self.registry)
+        self.latency = Histogram("contextembed_request_seconds", "Request latency", ["route"], registry=self.registry,
+                                 buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+        self.queue = Gauge("contextembed_queue_chunks", "Chunks waiting for a forward pass", registry=self.registry)
+        self.batch_documents = Histogram("contextembed_batch_documents", "Documents per merged model call",
+                                         registry=self.registry, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
+        self.tokens = Counter("contextembed_tokens_total", "Tokens embedded (rate() gives tokens/s)",
+                              registry=self.registry)
+
+
+def create_app(model, settings: ServeSettings) -> FastAPI:
+    metrics = Metrics()
+    state: dict = {}
+
+    def on_batch(documents: int, tokens: int) -> None:
+        metrics.batch_documents.observe(documents)
+        metrics.tokens.inc(tokens)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        state["batcher"] = Batcher(model, max_tokens_per_batch=settings.max_tokens_per_batch,
+                                   max_queued_chunks=settings.max_queued_chunks, on_batch=on_batch)
+        metrics.queue.set_function(lambda: state["batcher"].depth)
+        yield
+        await run_in_threadpool(state["batcher"].close)  # in-flight and queued jobs finish first
+
+    app = FastAPI(title="contextembed", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    names = set(settings.model_names)
+    keys = [k.encode() for k in settings.api_keys]
+
+    def error(problem: RequestError, route: str) -> JSONResponse:
+        metrics.requests.labels(route, str(problem.status)).inc()
+        return JSONResponse(problem.body(), status_code=problem.status, headers=problem.headers)
+
+    def authorise(request: Request) -> None:
+        if not keys:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        given = token.strip().encode() if scheme.lower() == "bearer" else b""
+        if not any(hmac.compare_digest(given, key) for key in keys):  # every key compared: constant time
+            raise RequestError("a valid API key is required (Authorization: Bearer <key>)", status=401)
+
+    async def read_json(request: Request) -> dict:
+        limit = settings.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise RequestError(f"the body has {int(declared)} bytes, more than the limit of {limit}", status=413)
+        raw = bytearray()
+        async for part in request.stream():
+            raw += part
+            if len(raw) > limit:
+                raise RequestError(f"the body is larger than the limit of {limit} bytes", status=413)
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as problem:
+            raise RequestError(f"the body is not JSON: {problem}") from None
+        if not isinstance(body, dict):
+            raise RequestError(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def check_limits(job: Job) -> None:
+        limits = settings.limits
+        if len(job.documents) > limits.max_documents:
+            raise RequestError(f"{len(job.documents)} documents, more than the limit of {limits.max_documents} per "
+                               "request", status=413)
+        chunks = sum(len(d) for d in job.documents)
+        if chunks > limits.max_chunks:
+            raise RequestError(f"{chunks} chunks, more than the limit of {limits.max_chunks} per request", status=413)
+        for i, document in enumerate(job.documents):
+            if len(document) > limits.max_chunks_per_document:
+                raise RequestError(f"document {i} has {len(document)} chunks, more than the limit of "
+                                   f"{limits.max_chunks_per_document}", status=413)
+        from contextembed.modeling import check_output_dim
+
+        try:
+            check_output_dim(model.config, job.dim)
+        except ValueError as problem:
+            raise RequestError(str(problem).replace("output_dim", "the dimension"), param="dimensions") from None
+        lengths = model.processor.tokenizer([c for d in job.documents for c in d], add_special_tokens=False)
+        counts = [len(ids) for ids in lengths["input_ids"]]
+        start = 0
+        for i, document in enumerate(job.documents):
+            tokens = sum(counts[start : start + len(document)])
+            start += len(document)
+            if tokens > limits.max_document_tokens:
+                raise RequestError(f"document {i} has {tokens} tokens, more than the limit of "
+                                   f"{limits.max_document_tokens}", status=413)
+        job.tokens = sum(counts)
+        if job.tokens > limits.max_tokens:
+            raise RequestError(f"{job.tokens} tokens, more than the limit of {limits.max_tokens} per request",
+                               status=413)
+
+    async def embed(request: Request, route: str, parse) -> Response:
+        started = time.perf_counter()
+        try:
+            authorise(request)
+            body = await read_json(request)
+            served = check_model(body, names)
+            job = parse(body, served)
+            await run_in_threadpool(check_limits, job)
+            future = state["batcher"].submit(job)
+            vectors = await asyncio.wrap_future(future)
+            payload = await run_in_threadpool(response, job, vectors)
+        except RequestError as problem:
+            return error(problem, route)
+        except ValueError as problem:  # the Python API's own checks, word for word
+            return error(RequestError(str(problem)), route)
+        finally:
+            metrics.latency.labels(route).observe(time.perf_counter() - started)
+        metrics.requests.labels(route, "200").inc()
+        return JSONResponse(payload)
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request):
+        return await embed(request, "/v1/embeddings", parse_embeddings)
+
+    @app.post("/v1/contextualizedembeddings")
+    async def contextualized(request: Request):
+        return await embed(request, "/v1/contextualizedembeddings", parse_contextualized)
+
+    @app.get("/v1/models")
+    async def models(request: Request):
+        try:
+            authorise(request)
+        except RequestError as problem:
+            return error(problem, "/v1/models")
+        created = 0
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": created,
+                                            "owned_by": "contextembed"} for name in settings.model_names]}
+
+    @app.get("/health")
+    async def health():
+        batcher = state.get("batcher")
+        if batcher is None or not batcher._thread.is_alive():
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return {"status": "ok", "model": settings.model_names[0], "queued_chunks": batcher.depth}
+
+    @app.get("/metrics")
+    async def prometheus(request: Request):
+        try:
+            authorise(request)
+        except RequestError as problem:
+            return error(problem, "/metrics")
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, problem: Exception):  # never a traceback to the client
+        return JSONResponse(RequestError(f"internal error: {type(problem).__name__}", status=500).body(),
+                            status_code=500)
+
+    return app
