@@ -88,6 +88,17 @@ def test_openai_client_gets_the_query_vectors(server, reference):
                                atol=1e-6)
 
 
+def test_langchain_openai_embeddings_as_a_framework_client(server, reference):
+    langchain_openai = pytest.importorskip("langchain_openai")
+    # check_embedding_ctx_length=False: no tiktoken (it would download its encodings); we count tokens ourselves
+    embeddings = langchain_openai.OpenAIEmbeddings(model="tiny", base_url=server + "/v1", api_key="unused",
+                                                   check_embedding_ctx_length=False, max_retries=0)
+    np.testing.assert_allclose(embeddings.embed_query("rent due"), reference.encode_queries(["rent due"])[0],
+                               atol=1e-6)
+    np.testing.assert_allclose(embeddings.embed_documents(["rent due", "she pays"]),
+                               reference.encode_queries(["rent due", "she pays"]), atol=1e-6)
+
+
 def test_perplexity_client_gets_late_chunked_codes(server, reference):
     perplexity = pytest.importorskip("perplexity")
     client = perplexity.Perplexity(api_key="unused", base_url=server, max_retries=0)
