@@ -56,11 +56,14 @@ class Metrics:
                                          registry=self.registry, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
         self.tokens = Counter("contextembed_tokens_total", "Tokens embedded (rate() gives tokens/s)",
                               registry=self.registry)
+        self.in_flight = Gauge("contextembed_requests_in_flight", "Embedding requests being answered",
+                               registry=self.registry)
 
 
 def create_app(model, settings: ServeSettings) -> FastAPI:
     metrics = Metrics()
-    state: dict = {}
+    state: dict = {"in_flight": 0}  # the event loop alone changes it
+    metrics.in_flight.set_function(lambda: state["in_flight"])
 
     def on_batch(documents: int, tokens: int) -> None:
         metrics.batch_documents.observe(documents)
@@ -143,6 +146,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
 
     async def embed(request: Request, route: str, parse) -> Response:
         started = time.perf_counter()
+        state["in_flight"] += 1
         try:
             authorise(request)
             body = await read_json(request)
@@ -158,6 +162,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             return error(RequestError(str(problem)), route)
         finally:
             metrics.latency.labels(route).observe(time.perf_counter() - started)
+            state["in_flight"] -= 1
         metrics.requests.labels(route, "200").inc()
         return JSONResponse(payload)
 
@@ -169,29 +174,33 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
     async def contextualized(request: Request):
         return await embed(request, "/v1/contextualizedembeddings", parse_contextualized)
 
-    @app.get("/v1/models")
-    async def models(request: Request):
+    def refused(request: Request, route: str) -> JSONResponse | None:
+        """The 401 for a request without a valid key, else None."""
         try:
             authorise(request)
         except RequestError as problem:
-            return error(problem, "/v1/models")
-        created = 0
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": created,
-                                            "owned_by": "contextembed"} for name in settings.model_names]}
+            return error(problem, route)
+        return None
+
+    @app.get("/v1/models")
+    async def models(request: Request):
+        if (answer := refused(request, "/v1/models")) is not None:
+            return answer
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "contextembed"}
+                                           for name in settings.model_names]}
 
     @app.get("/health")
     async def health():
         batcher = state.get("batcher")
         if batcher is None or not batcher._thread.is_alive():
             return JSONResponse({"status": "starting"}, status_code=503)
-        return {"status": "ok", "model": settings.model_names[0], "queued_chunks": batcher.depth}
+        return {"status": "ok", "model": settings.model_names[0], "queued_chunks": batcher.depth,
+                "requests_in_flight": state["in_flight"]}
 
     @app.get("/metrics")
     async def prometheus(request: Request):
-        try:
-            authorise(request)
-        except RequestError as problem:
-            return error(problem, "/metrics")
+        if (answer := refused(request, "/metrics")) is not None:
+            return answer
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(Exception)

@@ -254,3 +254,26 @@ def test_a_bad_key_file_fails_before_the_model_loads(checkpoint, tmp_path):
 
     (tmp_path / "empty").write_text("\n")
     assert main(["serve", str(checkpoint), "--api-key-file", str(tmp_path / "empty")]) == 2
+
+
+def test_sigterm_finishes_the_requests_in_flight(checkpoint):
+    process, url = start(checkpoint, "--max-tokens-per-batch", "256")
+    body = {"input": [long_document(60, seed=k) for k in range(6)], "model": "tiny"}
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        calls = [pool.submit(httpx.post, url + "/v1/contextualizedembeddings", json=body, timeout=120)
+                 for _ in range(4)]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _in_flight(url) < 4:
+            time.sleep(0.02)  # wait until all four are being answered, then ask the server to stop
+        process.terminate()
+        answers = [c.result() for c in calls]
+    assert process.wait(60) in (0, -15)  # uvicorn re-raises the SIGTERM once it has shut down gracefully
+    assert [a.status_code for a in answers] == [200] * 4
+    assert all(len(a.json()["data"]) == 6 for a in answers)
+
+
+def _in_flight(url: str) -> int:
+    try:
+        return httpx.get(url + "/health", timeout=1).json()["requests_in_flight"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return 0
