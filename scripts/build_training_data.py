@@ -117,6 +117,8 @@ def long_families(texts, count, rng, count_tokens) -> list:
         for document in family:
             document.queries = [q for q in document.queries
                                 if 1300 <= count_tokens(document.text[: q.answer[0][1]]) <= 1700][:1]
+            for query in document.queries:  # one capability per family, so the card can count hits out of 8
+                query.kind = f"{text.id}/far"
         if all(d.queries for d in family) and count_tokens(family[0].text) <= 2300:
             documents += family
             if len(documents) >= 8 * count:

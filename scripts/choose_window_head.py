@@ -33,7 +33,7 @@ def figures(results: dict, queries) -> dict:
                   if name.endswith("/" + distance)]
         total = sum(n for _, n in scores)
         if total:
-            row[f"Answer@1 {distance}"] = round(sum(a * n for a, n in scores) / total, 1)
+            row[f"Answer@1 {distance}"] = round(sum(a * n for a, n in scores) / total, 4)
     return row
 
 

@@ -16,6 +16,8 @@ from contextembed.default_model import (
     BASELINE_MODEL_NAME,
     DELTA,
     PREVIEW_MODEL_NAME,
+    PREVIOUS_MODEL_NAME,
+    WINDOW_HEAD_TOKENS,
     baseline_model_path,
     default_model_path,
     named_model_path,
@@ -56,6 +58,16 @@ def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache
     # the baseline is loadable by name, and the former preview's name still loads the trained model
     assert contextembed.load(BASELINE_MODEL_NAME).config.matryoshka_dims is None
     assert named_model_path(PREVIEW_MODEL_NAME) == default_model_path()
+    assert trained.config.window_head_tokens == WINDOW_HEAD_TOKENS > 0  # the opening reaches every later window
+
+
+def test_the_previous_default_loads_by_name_as_it_shipped(default_model_cache):
+    previous = contextembed.load(PREVIOUS_MODEL_NAME)
+    assert previous.model.config.window_head_tokens == 0  # build 7 carried no opening
+    assert "previous default model" in (named_model_path(PREVIOUS_MODEL_NAME) / "README.md").read_text()
+    current = contextembed.load()
+    a, b = (m.encode_queries(["who pays for electricity?"])[0] for m in (previous, current))
+    assert float(a @ b) < 0.9999  # another delta, not the current one under another name
 
 
 def test_real_weights_agree_with_minilm(default_model_cache):

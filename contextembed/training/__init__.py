@@ -3,7 +3,9 @@
     pip install 'contextembed[train]'
 
 `contextembed.training.data` (training documents with gold spans, batches by family), `.losses` (L_doc, L_dist,
-int8 QAT, pure functions), `.sources` (training data built from installed packages), `.config` (`TrainConfig`),
+int8 QAT, pure functions), `.texts` (real text read from installed packages), `.families` (near-identical
+copies of it that differ only in what identifies them), `.teacher` (all-mpnet-base-v2 marking the sentences that
+support a natural question, cached), `.sources` (recipes and Python-docs sections), `.config` (`TrainConfig`),
 `.batches` (the planned batches and their collator), `.model` (the loss step) and `.trainer` (transformers'
 `Trainer` with LoRA from peft); each is imported on first use.
 """
