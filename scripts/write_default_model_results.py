@@ -157,8 +157,8 @@ def held_out_tables(folder: Path) -> list[str]:
             near, n_near = _pooled(results, "contextual", "Answer@1", lambda c: c == f"{kind}/near")
             far, n_far = _pooled(results, "contextual", "Answer@1", lambda c: c == f"{kind}/far")
             counts = (n_near, n_far)
-            row += [f"{near:.1f}", f"{far:.1f}"]
-        row[-2:] = [f"**{v}**" for v in row[-2:]]
+            row += ["—" if v != v else f"{v:.1f}" for v in (near, far)]  # — where no query is that far
+        row[-2:] = [v if v == "—" else f"**{v}**" for v in row[-2:]]
         kinds.append(f"| {label} | {counts[0]} / {counts[1]} | " + " | ".join(row) + " |")
     families = ["| long family (8 copies of ~2,000 tokens, first sentence differs, asked ~1,500 tokens in) | untrained "
                 "| build 7 | **default** |", "|---|---|---|---|"]
