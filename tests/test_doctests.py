@@ -28,7 +28,9 @@ WITHOUT_DOCTESTS = {
     "contextembed.training.batches", "contextembed.training.config", "contextembed.training.model",
     # the command line: parsing and dispatch, tested through `main` in tests/test_cli.py and beside each command
     "contextembed.cli.checkpoints", "contextembed.cli.corpus", "contextembed.cli.evaluate",
-    "contextembed.cli.options", "contextembed.cli.train",
+    "contextembed.cli.options", "contextembed.cli.train", "contextembed.cli.serve",
+    # the server's routes and worker thread: tested over HTTP on a real process in tests/serve
+    "contextembed.serve.app", "contextembed.serve.batcher",
     # framework adapters: glue around the doctested grouping rule, tested in each real framework
     "contextembed.integrations.haystack", "contextembed.integrations.langchain",
     "contextembed.integrations.llamaindex", "contextembed.integrations.ray",

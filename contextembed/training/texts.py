@@ -47,11 +47,12 @@ def pod_plain(text: str) -> str:
     'Use print or perlfunc/open, see the docs and <STDIN>.'
     """
     escapes = {"lt": "<", "gt": ">", "verbar": "|", "sol": "/", "quot": '"', "amp": "&"}
-    text = re.sub(r"E<(\w+)>", lambda m: escapes.get(m.group(1), ""), text)
+    text = re.sub(r"E<(\w+)>", lambda m: f"\0{m.group(1)}\0", text)  # escapes last, so "<" is never a code
     for _ in range(3):  # nested codes
         text = re.sub(r"L<([^<>|]*)\|[^<>]*>", r"\1", text)
         text = re.sub(r"[A-Z]<<+\s+(.*?)\s+>>+", r"\1", text)
-        text = re.sub(r"[BCFIL SXZ]<([^<>]*)>", lambda m: "" if m.group(0)[0] in "XZ" else m.group(1), text)
+        text = re.sub(r"[BCFILSXZ]<([^<>]*)>", lambda m: "" if m.group(0)[0] in "XZ" else m.group(1), text)
+    text = re.sub(r"\0(\w+)\0", lambda m: escapes.get(m.group(1), ""), text)
     return _words(text)
 
 
