@@ -90,17 +90,19 @@ def test_careless_documents_are_refused(built):
 
 
 def test_the_lease_questions_through_a_haystack_retriever(default_model_cache):
+    from contextembed.default_model import PREVIOUS_MODEL_NAME as model  # build 7: see `lease_model` in conftest
+
     documents = [Document(content=text, id=slug) for slug, text in leases().items()]
     splitter = DocumentSplitter(split_by="period", split_length=1)
     contextual, flat = InMemoryDocumentStore(), InMemoryDocumentStore()
     # split_by="period" leaves a whitespace-only split at the end of each lease: kept, with an all-zero vector.
-    indexing(contextual, ContextualDocumentEmbedder(empty_chunks="zero"), splitter).run(
+    indexing(contextual, ContextualDocumentEmbedder(model, empty_chunks="zero"), splitter).run(
         {"splitter": {"documents": documents}})
     # The flat route: each split embedded alone (no source id given to the embedder).
-    indexing(flat, ContextualDocumentEmbedder(source_id_field="no_such_field", missing_source="alone",
+    indexing(flat, ContextualDocumentEmbedder(model, source_id_field="no_such_field", missing_source="alone",
                                               empty_chunks="zero"),
              DocumentSplitter(split_by="period", split_length=1)).run({"splitter": {"documents": documents}})
     for slug, address in ADDRESSES.items():
         for store, check in ((contextual, lambda r: assert_contextual(r, slug)), (flat, assert_tie)):
-            hits = querying(store, "").run({"query": {"text": QUESTION.format(address)}})["retriever"]["documents"]
+            hits = querying(store, model).run({"query": {"text": QUESTION.format(address)}})["retriever"]["documents"]
             check(clause_ranking([(d.meta["source_id"], d.content, d.score) for d in hits]))

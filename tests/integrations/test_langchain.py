@@ -157,8 +157,8 @@ def test_careless_input_is_refused(tiny_checkpoint):
         add_documents_contextual(other, [Document(page_content=TEXTS["street"])], embeddings, splitter=splitter())
 
 
-def test_the_lease_questions_through_a_langchain_retriever(default_encoder):
-    embeddings = ContextualEmbeddings(default_encoder)
+def test_the_lease_questions_through_a_langchain_retriever(lease_model):
+    embeddings = ContextualEmbeddings(lease_model)
     documents = [Document(page_content=text, id=slug) for slug, text in leases().items()]
     lease_splitter = ContextualSplitter(RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0))
     contextual = InMemoryVectorStore(embeddings)

@@ -82,8 +82,8 @@ def test_careless_nodes_are_refused(built):
     np.testing.assert_allclose(node.embedding, alone.model.encode_documents([["the rent"]])[0][0], atol=1e-6)
 
 
-def test_the_lease_questions_through_a_llamaindex_retriever(default_encoder):
-    embedding = ContextualEmbedding(default_encoder)
+def test_the_lease_questions_through_a_llamaindex_retriever(lease_model):
+    embedding = ContextualEmbedding(lease_model)
     lease_documents = [Document(text=text, id_=slug) for slug, text in leases().items()]
     lease_splitter = SentenceSplitter(chunk_size=64, chunk_overlap=0)
     contextual = VectorStoreIndex(IngestionPipeline(transformations=[lease_splitter, embedding]).run(
