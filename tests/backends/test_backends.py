@@ -11,7 +11,7 @@ import torch
 import contextembed
 from contextembed.backends import export
 from contextembed.backends.core import INPUT_NAMES, OUTPUT_NAMES, ChunkSumsCore, example_inputs
-from contextembed.backends.export import check_parity
+from contextembed.backends.export import check_parity, float_kept_matmuls
 from contextembed.cli import main
 from tests.modeling.test_windowing import long_document
 
@@ -85,6 +85,27 @@ def test_onnx_int8_weights(built, tmp_path):
         assert g.shape == e.shape
         assert (g * e).sum(1).min() > 0.95
     assert (path / "onnx" / "model_qint8.onnx").stat().st_size < (path / "onnx" / "model.onnx").stat().st_size
+
+
+def test_int8_export_keeps_the_early_feed_forward_blocks_in_float(built, tmp_path):
+    """Both feed-forward matrices of the first half of the layers stay float MatMuls; the rest become int8."""
+    import onnx
+
+    for family in ("bert", "qwen3"):
+        path = shutil.copytree(built[family][0], tmp_path / family)
+        export(path, "onnx", quantize="int8")
+        config = contextembed.load(path).model.backbone.config
+        layers, hidden, inner = config.num_hidden_layers, config.hidden_size, config.intermediate_size
+        kept = float_kept_matmuls(path / "onnx" / "model.onnx", hidden, inner)
+        graph = onnx.load(str(path / "onnx" / "model_qint8.onnx")).graph
+        shapes = {w.name: tuple(w.dims) for w in graph.initializer}
+        float_weights = [n for n in graph.node if n.op_type == "MatMul" and len(shapes.get(n.input[1], ())) == 2]
+        assert sorted(n.name for n in float_weights) == sorted(kept)
+        ffn = [n for n in float_weights if shapes[n.input[1]] in {(hidden, inner), (inner, hidden)}]
+        ups_per_layer = 2 if family == "qwen3" else 1  # gate and up projections
+        assert len(ffn) == (layers + 1) // 2 * (1 + ups_per_layer)
+        assert len(float_weights) - len(ffn) <= 1  # the projection of chunk sums, where the model has one
+        assert sum(n.op_type == "MatMulInteger" for n in graph.node) > 0
 
 
 def test_openvino_matches_torch_on_new_shapes(built, tmp_path):
