@@ -30,7 +30,7 @@ WITHOUT_DOCTESTS = {
     "contextembed.cli.checkpoints", "contextembed.cli.corpus", "contextembed.cli.evaluate",
     "contextembed.cli.options", "contextembed.cli.train", "contextembed.cli.serve",
     # the server's routes and worker thread: tested over HTTP on a real process in tests/serve
-    "contextembed.serve.app", "contextembed.serve.batcher",
+    "contextembed.serve.app", "contextembed.serve.batcher", "contextembed.serve.ray_serve",
     # framework adapters: glue around the doctested grouping rule, tested in each real framework
     "contextembed.integrations.haystack", "contextembed.integrations.langchain",
     "contextembed.integrations.llamaindex", "contextembed.integrations.ray",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from contextembed.cli import options
@@ -32,6 +33,13 @@ def add_commands(commands) -> None:
                        help="tokens per merged forward pass (default 16384)")
     serve.add_argument("--max-queued-chunks", type=options.positive_int, default=65536,
                        help="chunks waiting before requests are refused with 503 (default 65536)")
+    serve.add_argument("--no-request-merging", action="store_true",
+                       help="one request per forward pass (to measure what merging concurrent requests gains)")
+    serve.add_argument("--replicas", type=options.positive_int,
+                       help="run N copies as Ray Serve replicas behind one port (needs contextembed[ray-serve]; "
+                            "joins the cluster at RAY_ADDRESS when set)")
+    serve.add_argument("--cpus-per-replica", type=options.positive_float, default=1.0,
+                       help="Ray CPUs reserved by each replica (default 1)")
     serve.set_defaults(func=serve_command)
 
 
@@ -55,13 +63,20 @@ def serve_command(args: argparse.Namespace) -> int:
 
     keys = api_keys(args.api_key_file)  # a bad key file fails before the model loads
     name = args.model_path or args.model or DEFAULT_MODEL_NAME
-    model = options.load_model(args, name)
     limits = Limits(max_documents=args.max_documents, max_chunks=args.max_chunks, max_tokens=args.max_tokens,
                     max_document_tokens=args.max_document_tokens, max_body_bytes=int(args.max_body_mb * 2**20))
     settings = ServeSettings(model_names=args.served_model_name or [Path(name).name or name], api_keys=keys,
                              limits=limits, max_tokens_per_batch=args.max_tokens_per_batch,
-                             max_queued_chunks=args.max_queued_chunks)
-    app = create_app(model, settings)
+                             max_queued_chunks=args.max_queued_chunks,
+                             merge_requests=not args.no_request_merging)
+    if args.replicas is not None:
+        from contextembed.serve import ray_serve
+
+        application = ray_serve.ray_application(functools.partial(options.load_model, args, name), settings,
+                                                replicas=args.replicas, cpus_per_replica=args.cpus_per_replica)
+        ray_serve.run(application, host=args.host, port=args.port)
+        return 0
+    app = create_app(options.load_model(args, name), settings)
     print(f"serving {settings.model_names[0]} on http://{args.host}:{args.port}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import os
 import json
 import time
 from contextlib import asynccontextmanager
@@ -42,6 +43,7 @@ class ServeSettings:
     limits: Limits = field(default_factory=Limits)
     max_tokens_per_batch: int = 16384
     max_queued_chunks: int = 65536
+    merge_requests: bool = True  # False: one request per forward pass (for measuring what merging gains)
 
 
 class Metrics:
@@ -72,7 +74,8 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app):
         state["batcher"] = Batcher(model, max_tokens_per_batch=settings.max_tokens_per_batch,
-                                   max_queued_chunks=settings.max_queued_chunks, on_batch=on_batch)
+                                   max_queued_chunks=settings.max_queued_chunks, merge=settings.merge_requests,
+                                   on_batch=on_batch)
         metrics.queue.set_function(lambda: state["batcher"].depth)
         yield
         await run_in_threadpool(state["batcher"].close)  # in-flight and queued jobs finish first
@@ -195,7 +198,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
         if batcher is None or not batcher._thread.is_alive():
             return JSONResponse({"status": "starting"}, status_code=503)
         return {"status": "ok", "model": settings.model_names[0], "queued_chunks": batcher.depth,
-                "requests_in_flight": state["in_flight"]}
+                "requests_in_flight": state["in_flight"], "process": os.getpid()}
 
     @app.get("/metrics")
     async def prometheus(request: Request):

@@ -32,8 +32,10 @@ class Batcher:
     """Runs jobs on one thread; `submit(job)` returns a `Future` of the job's vectors (one array per document)."""
 
     def __init__(self, model, *, max_tokens_per_batch: int = 16384, max_queued_chunks: int = 65536,
-                 on_batch: Callable[[int, int], None] | None = None):
+                 merge: bool = True, on_batch: Callable[[int, int], None] | None = None):
+        """`merge=False`: one request per forward pass (what the batching gain is measured against)."""
         self.model, self.max_tokens, self.max_queued = model, max_tokens_per_batch, max_queued_chunks
+        self.merge = merge
         self.on_batch = on_batch  # (documents, tokens) of each merged call, for the metrics
         self._queue: deque[tuple[Job, Future]] = deque()
         self._queued_chunks = 0
@@ -78,7 +80,7 @@ class Batcher:
             taken, kept, tokens = [], deque(), 0
             while self._queue:
                 job, future = self._queue.popleft()
-                fits = not taken or tokens + job.tokens <= self.max_tokens
+                fits = not taken or (self.merge and tokens + job.tokens <= self.max_tokens)
                 if (job.task, job.precision, job.dim) == key and fits:
                     taken.append((job, future))
                     tokens += job.tokens

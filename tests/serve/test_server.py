@@ -30,13 +30,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(path, *extra) -> tuple[subprocess.Popen, str]:
+def start(path, *extra, timeout: float = 120) -> tuple[subprocess.Popen, str]:
     port = free_port()
     command = [str(Path(sys.executable).with_name("contextembed")), "serve", str(path), "--port", str(port),
                "--served-model-name", "tiny", "--served-model-name", PPLX, *extra]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited: {process.stdout.read()}")
