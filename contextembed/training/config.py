@@ -50,6 +50,9 @@ class TrainConfig:
     chunking_weights: dict[str, float] = field(
         default_factory=lambda: {"sentences": 0.5, "tokens": 0.3, "paragraphs": 0.2})
     max_document_tokens: int = 1536
+    # Opening tokens carried into later windows, one amount drawn per batch (empty: the checkpoint's own), so a
+    # model trains under the carried context it will run with and the amount can be chosen afterwards.
+    window_head_choices: list[int] = field(default_factory=list)
     save_steps: int = 200
     soup_size: int = 3
     bf16: bool = True
@@ -102,6 +105,9 @@ class TrainConfig:
         if dims is not None and (not isinstance(dims, list) or not dims or any(not _is(d, _INT) or d <= 0
                                                                                for d in dims)):
             raise ValueError(f"matryoshka_dims must be a non-empty list of positive integers (or null), got {dims!r}")
+        heads = self.window_head_choices
+        if not isinstance(heads, list) or any(not _is(h, _INT) or h < 0 for h in heads):
+            raise ValueError(f"window_head_choices must be a list of integers >= 0, got {heads!r}")
         if self.batch_size < 2:
             raise ValueError("batch_size must be at least 2: the other documents of a batch are the negatives")
 

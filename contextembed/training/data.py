@@ -25,7 +25,10 @@ from pathlib import Path
 from contextembed.chunking import Chunk, TokenWindows
 
 Span = tuple[int, int]
-TRAINING_CHUNKERS = ("sentences", "paragraphs", "tokens")  # the chunkers of CHUNKERS that training draws from
+# The chunkers training draws from: three of CHUNKERS, and "fragments" (sentences, some split after their first
+# words, so that near-empty chunks such as a clause number "10." occur in training and learn not to win).
+TRAINING_CHUNKERS = ("sentences", "paragraphs", "tokens", "fragments")
+FRAGMENT_RATE = 0.2  # the share of sentences the fragments chunker splits
 TOKEN_WINDOW_SIZES = (64, 128, 256, 512)
 
 
@@ -161,7 +164,8 @@ def read_documents(path: str | Path) -> list[TrainingDocument]:
     return documents
 
 
-def chunk_document(document: TrainingDocument, chunker: str, tokenizer=None, window: int = 128) -> list[Chunk]:
+def chunk_document(document: TrainingDocument, chunker: str, tokenizer=None, window: int = 128,
+                   rng: random.Random | None = None) -> list[Chunk]:
     """The document's chunks under one of `TRAINING_CHUNKERS`, as `Chunk`s with character offsets."""
     if chunker == "sentences":
         spans = document.sentences
@@ -169,9 +173,28 @@ def chunk_document(document: TrainingDocument, chunker: str, tokenizer=None, win
         spans = document.paragraphs or document.sentences
     elif chunker == "tokens":
         return TokenWindows(window)(document.text, tokenizer)
+    elif chunker == "fragments":
+        spans = fragment_spans(document.text, document.sentences, rng or random.Random(0))
     else:
         raise ValueError(f"chunker must be one of {TRAINING_CHUNKERS}, got {chunker!r}")
     return [Chunk(document.text[s:e], s, e) for s, e in spans]
+
+
+def fragment_spans(text: str, sentences: list[Span], rng: random.Random, rate: float = FRAGMENT_RATE) -> list[Span]:
+    """Sentence spans, each sentence of four or more words split after its first one or two words at `rate`.
+
+    >>> fragment_spans("10. Late rent is charged. Pay.", [(0, 25), (26, 30)], random.Random(0), rate=1.0)
+    [(0, 3), (4, 25), (26, 30)]
+    """
+    spans = []
+    for start, end in sentences:
+        words = list(re.finditer(r"\S+", text[start:end]))
+        if len(words) >= 4 and rng.random() < rate:
+            k = rng.choice((1, 1, 2))  # words in the fragment
+            spans += [(start, start + words[k - 1].end()), (start + words[k].start(), end)]
+        else:
+            spans.append((start, end))
+    return spans
 
 
 def word_labels(text: str, query: TrainingQuery, evidence_weight: float = 0.5) -> list[tuple[int, int, float]]:

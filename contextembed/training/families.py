@@ -25,13 +25,12 @@ from contextembed.training.texts import Text
 GENERATORS = ("named", "alias", "version", "people", "scoped", "dated")
 HELD_OUT_GENERATORS = ("dated",)  # validation only: never in training
 HELD_OUT_SOURCES = ("sotu",)  # validation only: never in training
+# Whole FAQ pages held out, so natural questions over long pages can be validated on pages no training data uses.
+HELD_OUT_TEXTS = ("perldoc/perlfaq5", "debianfaq/7", "debianfaq/11")
 TRAINING_GENERATORS = tuple(g for g in GENERATORS if g not in HELD_OUT_GENERATORS)
 KINDS = {"pydocs": "guide", "perldoc": "manual", "manpages": "manual page", "debianfaq": "FAQ", "sotu": "address"}
 NEAR_TOKENS = 480  # an asked sentence ending within this many tokens of the document's start is read in one pass
 
-SYLLABLES = ("ka", "lo", "mer", "vin", "dra", "sel", "tor", "bri", "nam", "qua", "rex", "fol", "gan", "pir", "zu",
-             "hal", "ost", "len", "cor", "tia", "bel", "mun", "sar", "ved")
-ORG_SUFFIXES = ("Ltd", "Group", "Systems", "Labs", "Foundation", "Institute", "Partners", "Works")
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 STOPWORDS = frozenset(
@@ -45,74 +44,107 @@ STOPWORDS = frozenset(
 
 @dataclass
 class Identity:
-    """What one copy says about itself: its opening lines, an optional scope line, and how a query names it."""
+    """What one copy says about itself: its opening lines, how its asked sentences refer to it, how a query names it.
+
+    `names` are every identifying string of the copy (no other copy holds any of them); `refer` starts each asked
+    sentence (the same words in every copy, except an alias the copy's sentences use); `asks` are the ways a query
+    names the copy, never a string its asked sentences hold.
+    """
 
     opening: list[str]
-    names: list[str]  # the identifying strings of this copy (none of them occurs in the shared text)
-    asks: list[str]  # ways a query names this copy
+    names: list[str]
+    asks: list[str]
+    refer: str = ""
     scope: str | None = None  # a line put ahead of the asked sentences (the "scoped" generator)
 
 
-def _name(rng: random.Random) -> str:
-    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
-def _distinct(make: Callable[[], str], n: int) -> list[str]:
-    values: list[str] = []
-    while len(values) < n:
-        value = make()
-        if value not in values:
-            values.append(value)
-    return values
+def identities(generator: str, kind: str, copies: int, rng: random.Random) -> list[Identity]:
+    """`copies` identities for one family, with realistic names (`Names`) and one form of reference per family.
 
-
-def identities(generator: str, kind: str, copies: int, rng: random.Random) -> tuple[list[Identity], str]:
-    """`copies` identities for one family and the reference words the asked sentences start with ("" for none).
-
-    >>> ids, _ = identities("version", "guide", 3, random.Random(0))
+    >>> ids = identities("version", "guide", 3, random.Random(0))
     >>> len({i.opening[0] for i in ids}), all(i.names[0] in i.opening[0] for i in ids)
     (3, True)
     """
-    pick = rng.randrange(2)
+    from contextembed.training.names import Names, acronym
+
+    names, pick = Names(rng), rng.randrange(4)
+    fill = dict(kind=kind, K=kind.capitalize())
     if generator == "named":
-        orgs = _distinct(lambda: f"{_name(rng)} {rng.choice(ORG_SUFFIXES)}", copies)
-        form = ("This {kind} is published by {o} for everyone who works there.", "{K} of {o}.")[pick]
-        refer = rng.choice(["The company notes that ", "According to the organisation, ", ""])
-        return [Identity([form.format(kind=kind, K=kind.capitalize(), o=o)], [o], [o]) for o in orgs], refer
+        form = ("This {kind} is published by {o} for everyone who works there.", "{K} of {o}.", "Issued by {o}.",
+                "{o} keeps this {kind} for its staff and customers.")[pick]
+        refer = rng.choice(["The company notes that ", "According to the organisation, ", "At the company, ",
+                            "The firm's position is that ", "It states that ", "Its staff are told that ", ""])
+        return [Identity([form.format(o=o, **fill)], [o], [o], refer)
+                for o in names.distinct(names.organisation, copies)]
     if generator == "alias":
-        names = _distinct(lambda: _name(rng), 2 * copies)
-        form = ("This {kind} comes from {n}, known to its members as {a}.", "{K} of {n} (called {a} for short).")[pick]
-        refer = rng.choice(["Locally, ", "Here, ", ""])
-        return [Identity([form.format(kind=kind, K=kind.capitalize(), n=n, a=a)], [n, a], [a])
-                for n, a in zip(names[:copies], names[copies:])], refer
+        full = names.distinct(names.organisation, copies)
+        short = names.distinct(lambda: rng.choice([names.nickname(), _capital(names.place())]), copies)
+        aliases = [a if (a := acronym(f)) and len(a) >= 3 and rng.random() < 0.4 and a not in short else s
+                   for f, s in zip(full, short)]
+        if len(set(aliases)) < copies or any(a in f for a in aliases for f in full):
+            aliases = short
+        form = ("This {kind} comes from {n}, known to its members as {a}.", "{K} of {n} (called {a} for short).",
+                "{n} ({a}): the {kind}.", "{n}, or simply {a}, keeps this {kind}.")[pick]
+        direction = rng.randrange(3)  # 0: sentences use the alias, queries the full name; 1: queries use the alias
+        refers = rng.choice(["At {a}, ", "{A} notes that ", "For {a}, ", "{A}'s rule is that "]) if direction == 0 \
+            else rng.choice(["Locally, ", "Here, ", "", "The organisation notes that "])
+        return [Identity([form.format(n=n, a=a, **fill)], [n, a], [a] if direction == 1 else [n],
+                         refers.format(a=a, A=_capital(a))) for n, a in zip(full, aliases)]
     if generator == "version":
-        product = _name(rng)
-        versions = _distinct(lambda: f"{rng.randint(1, 9)}.{rng.randint(0, 19)}" + (
-            f".{rng.randint(0, 9)}" if rng.random() < 0.3 else ""), copies)
-        form = ("This {kind} describes version {v} of {p}.", "{p} {v}: the {kind}.")[pick]
-        refer = rng.choice(["In this release, ", "In this version, ", ""])
-        return [Identity([form.format(kind=kind, p=product, v=v)], [v], [f"{product} {v}", f"version {v} of {product}"])
-                for v in versions], refer
-    if generator == "people":  # a shared cast: every copy names three people, who wrote it differs
-        cast = _distinct(lambda: f"{_name(rng)} {_name(rng)}", copies)
-        she, her = rng.choice([("She", "her"), ("He", "his")])
-        refer = rng.choice([f"{she} points out that ", f"{she} explains that ", f"In {her} view, "])
+        style = rng.randrange(6)
+        if style == 5:  # copies differ in a model number of one product line
+            product = rng.choice(("Orion", "Atlas", "Nova", "Vega", "Helix", "Summit", "Cobalt", "Zephyr"))
+            models = names.distinct(lambda: f"{product} {rng.choice('XSMKR')}{rng.randint(1, 99)}", copies)
+            form = ("This {kind} covers the {m}.", "{m}: the {kind}.", "The {m} and this {kind}.",
+                    "Owner's {kind} for the {m}.")[pick]
+            refer = rng.choice(["On this model, ", "For this device, ", "With this model, ", ""])
+            return [Identity([form.format(m=m, **fill)], [m], [m, f"the {m}"], refer) for m in models]
+        product = names.product()
+        versions = names.distinct(lambda: names.version(style), copies)
+        form = ("This {kind} describes version {v} of {p}.", "{p} {v}: the {kind}.",
+                "Release notes for {p}, version {v}.", "This {kind} applies to {p} {v}.")[pick]
+        refer = rng.choice(["In this version, ", "In this release, ", "With this update, ", "As of this version, ",
+                            "Since this release, ", ""])
+        asks = lambda v: [f"{p} {v}" for p in [product]] + (  # noqa: E731
+            [f"version {v} of {product}"] if style in (0, 1, 3) else [])
+        return [Identity([form.format(p=product, v=v, **fill)], [v], asks(v), refer) for v in versions]
+    if generator == "people":  # a shared cast of one gender: every copy names three people, who wrote it differs
+        gender = rng.choice(["female", "male"])
+        cast, later = [], []
+        while len(cast) < copies:
+            full, short = names.person(gender)
+            if not any(short in c or c in full or s in full or short in s or s in short for c, s in zip(cast, later)):
+                cast.append(full)
+                later.append(short)
+        she, her, obj = ("She", "her", "her") if gender == "female" else ("He", "his", "him")
+        refer = rng.choice([f"{she} points out that ", f"{she} explains that ", f"In {her} view, ",
+                            f"According to {obj}, ", f"{she} recommends that ", f"{_capital(her)} advice is that "])
         result = []
         for k, author in enumerate(cast):
-            others = cast[(k + 1) % copies], cast[(k + 2) % copies]
-            opening = [f"{author} wrote this {kind}.", f"{others[0]} and {others[1]} reviewed it."]
-            result.append(Identity(opening, [author], [f"{author}'s {kind}", f"the {kind} {author} wrote"]))
-        return result, refer
+            a, b = cast[(k + 1) % copies], cast[(k + 2) % copies]
+            opening = ([f"{author} wrote this {kind}.", f"{a} and {b} reviewed it."],
+                       [f"This {kind} was written by {author}, with comments from {a} and {b}."],
+                       [f"{author} led the work on this {kind}; {a} and {b} assisted."],
+                       [f"Notes by {author}.", f"Contributors: {a}, {b}."])[pick]
+            asks = [author, later[k], f"{author}'s {kind}", f"the {kind} {later[k]} wrote"]
+            result.append(Identity(opening, [author, later[k]], asks, refer))
+        return result
     if generator == "scoped":
-        places = _distinct(lambda: _name(rng), copies)
-        form = ("The rest of this {kind} applies only to the {x} office.", "Section for members in {x}.")[pick]
-        return [Identity([], [x], [f"the {x} office" if pick == 0 else f"members in {x}"],
-                         scope=form.format(kind=kind, x=x)) for x in places], ""
+        form = rng.choice(["The rest of this {kind} applies only to {x}.", "Section for {x}.",
+                           "The following rules apply only to {x}.", "This part is for {x}.", "For {x}:",
+                           "What follows concerns {x} only."])
+        refer = rng.choice(["Under these rules, ", "In this section, ", "Here, ", "", ""])
+        return [Identity([], [x], [x], refer, scope=form.format(x=x, **fill))
+                for x in names.distinct(names.group, copies)]
     if generator == "dated":
-        dates = _distinct(lambda: f"{rng.choice(MONTHS)} {rng.randint(1950, 2030)}", copies)
-        form = ("This {kind} is the edition of {d}.", "{K}, issued in {d}.")[pick]
-        return [Identity([form.format(kind=kind, K=kind.capitalize(), d=d)], [d], [f"the {d} {kind}", f"the {d} edition"])
-                for d in dates], ""
+        dates = names.distinct(lambda: f"{rng.choice(MONTHS)} {rng.randint(1950, 2030)}", copies)
+        form = ("This {kind} is the edition of {d}.", "{K}, issued in {d}.", "{K}: {d} edition.",
+                "Published {d}.")[pick]
+        return [Identity([form.format(d=d, **fill)], [d], [f"the {d} {kind}", f"the {d} edition"]) for d in dates]
     raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
 
 
@@ -125,15 +157,31 @@ def content_words(sentence: str) -> list[str]:
     return [w for w in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", sentence) if w.lower() not in STOPWORDS]
 
 
-QUERY_FORMS = ("{ident}: {words}", "{words} ({ident})", "What does {ident} say about {words}?",
-               "{words}, according to {ident}", "In {ident}, {words}?", "{words} in {ident}")
+KEYWORD_FORMS = ("{ident}: {words}", "{words} ({ident})", "{words}, according to {ident}", "In {ident}, {words}?",
+                 "{words} in {ident}")
+QUESTION_FORMS = ("What does {ident} say about {words}?", "How does {ident} handle {words}?",
+                  "What is the rule on {words} for {ident}?", "Does {ident} mention {words}?",
+                  "{ident}: what about {words}?", "Where does {ident} cover {words}?",
+                  "Can you tell me about {words} at {ident}?", "What should I know about {words} in {ident}?")
+ASKED_FORMS = ("{question} ({ident})", "{ident}: {question}", "For {ident}, {lower}", "{stem} in {ident}?")
 
 
-def query_text(sentence: str, ident: str, rng: random.Random) -> str:
-    """A query naming `ident` and 3-6 of the sentence's content words (a random subset, kept in order)."""
+def query_text(sentence: str, ident: str, rng: random.Random, question: str | None = None) -> str:
+    """A query naming `ident`: a real question about the sentence's section when there is one (`question`), else
+    3-6 of the sentence's content words (a random subset, in order) in a keyword or question form.
+
+    >>> query_text("The cache is cleared on every restart.", "Orion 2.1", random.Random(1))
+    'Where does Orion 2.1 cover cache cleared restart?'
+    >>> query_text("x", "Orion 2.1", random.Random(0), question="How do I clear the cache?")
+    'How do I clear the cache? (Orion 2.1)'
+    """
+    if question:
+        text = rng.choice(ASKED_FORMS).format(question=question, ident=ident, lower=_lower_first(question),
+                                              stem=question.rstrip("?").rstrip())
+        return text[0].upper() + text[1:]
     words = content_words(sentence)
     keep = sorted(rng.sample(range(len(words)), min(len(words), rng.randint(3, 6))))
-    text = rng.choice(QUERY_FORMS).format(ident=ident, words=" ".join(words[i] for i in keep))
+    text = rng.choice(KEYWORD_FORMS + QUESTION_FORMS).format(ident=ident, words=" ".join(words[i] for i in keep))
     return text[0].upper() + text[1:]
 
 
@@ -179,28 +227,33 @@ def family_documents(text: Text, generator: str, rng: random.Random, *, copies: 
                      count_tokens: Callable[[str], int] = lambda s: len(s) // 4) -> list[TrainingDocument]:
     """One family of `copies` documents from `text` (empty when the text has too few sentences to ask about).
 
-    The copies' texts are identical except the identity's lines; every copy gets the same asked sentences, each
-    query naming that copy's identity. A query's `kind` is `generator/near` or `generator/far` (whether the asked
-    sentence ends within `NEAR_TOKENS` tokens of the document's start, as `count_tokens` counts them).
+    The copies' texts are identical except the identity's lines (and an alias where the asked sentences use one);
+    every copy gets the same asked sentences, each query naming that copy's identity. Where a section's heading is a
+    question (an FAQ entry), a query asked in its first paragraph may be that question, answered by the paragraph.
+    A query's `kind` is `generator/near` or `generator/far` (whether the answer ends within `NEAR_TOKENS` tokens of
+    the document's start, as `count_tokens` counts them).
     """
     kind = KINDS.get(text.source, "document")
     if start is None:
         start = rng.randrange(max(1, len(text.sections)))
     body = _body(text, start, max_chars)
-    people, refer = identities(generator, kind, copies, rng)
+    people = identities(generator, kind, copies, rng)
     forbidden = [n.lower() for identity in people for n in identity.names]
     lines_template: list[str | None] = []  # None marks where a copy's identity lines go
     paragraphs_of: list[list[int]] = []
-    candidates = []
+    candidates, question_of, paragraph_at = [], {}, {}
     title = text.title if text.title and text.title not in ("", text.id) else ""
+    title_first = bool(title) and rng.random() < 0.3  # the identity is not always the very first line
+    if title_first:
+        lines_template.append(title)
     if people[0].opening:
         lines_template.append(None)
-    if title:
+    if title and not title_first:
         lines_template.append(title)
     for heading, paragraphs in body:
         if heading and heading != title:
             lines_template.append(heading)
-        for sentences in paragraphs:
+        for number, sentences in enumerate(paragraphs):
             first = len(lines_template)
             for sentence in sentences:
                 if (30 <= len(sentence) <= 300 and len(content_words(sentence)) >= 4
@@ -208,6 +261,9 @@ def family_documents(text: Text, generator: str, rng: random.Random, *, copies: 
                     candidates.append(len(lines_template))
                 lines_template.append(sentence)
             paragraphs_of.append(list(range(first, len(lines_template))))
+            if number == 0 and heading.rstrip().endswith("?") and len(heading) <= 200:
+                question_of[first] = " ".join(heading.split())
+                paragraph_at[first] = paragraphs_of[-1][:4]
     counts = {}
     for i in candidates:
         counts[lines_template[i]] = counts.get(lines_template[i], 0) + 1
@@ -217,10 +273,6 @@ def family_documents(text: Text, generator: str, rng: random.Random, *, copies: 
     stride = len(candidates) / min(queries_per_document, len(candidates))
     asked = sorted({candidates[min(len(candidates) - 1, int(k * stride + rng.random() * stride))]
                     for k in range(min(queries_per_document, len(candidates)))})
-    originals = {i: lines_template[i] for i in asked}  # queries take their words from the real sentence
-    if refer:
-        for i in asked:
-            lines_template[i] = refer + _lower_first(lines_template[i])
     scope_at = None
     if people[0].scope is not None:  # the scope line goes some way ahead of the first asked sentence
         scope_at = rng.randint(max(1, asked[0] - 12), asked[0])
@@ -236,21 +288,22 @@ def family_documents(text: Text, generator: str, rng: random.Random, *, copies: 
             if line is None:
                 where["opening"] = list(range(len(lines), len(lines) + len(identity.opening)))
                 lines.extend(identity.opening)
-            else:
-                lines.append(line)
+            else:  # queries take their words from the real sentence, the copy reads it with its reference words
+                lines.append(identity.refer + _lower_first(line) if i in asked and identity.refer else line)
         evidence = where.get("opening", []) + ([where["scope"]] if "scope" in where else [])
-        prefix_chars = 0
-        positions = []
+        positions, prefix_chars = [], 0
         for line in lines:
             positions.append(prefix_chars)
             prefix_chars += len(line) + 1
         queries = []
         for i in asked:
-            line = where[i]
-            end = positions[line] + len(lines[line])
-            distance = "near" if count_tokens("\n".join(lines)[:end]) <= NEAR_TOKENS else "far"
             ident = rng.choice(identity.asks)
-            queries.append((query_text(originals[i], ident, rng), [line], evidence, f"{generator}/{distance}"))
+            question = question_of.get(i) if rng.random() < 0.8 else None
+            answer = [where[j] for j in paragraph_at[i]] if question else [where[i]]
+            end = positions[answer[-1]] + len(lines[answer[-1]])
+            distance = "near" if count_tokens("\n".join(lines)[:end]) <= NEAR_TOKENS else "far"
+            text_of_query = query_text(lines_template[i], ident, rng, question)
+            queries.append((text_of_query, answer, evidence, f"{generator}/{distance}"))
         paragraphs = [[where[i] for i in p] for p in paragraphs_of]
         paragraphs = [evidence] + paragraphs if evidence else paragraphs
         documents.append(lines_document(f"{family}/{number}", text.source, family, lines, paragraphs, queries))
@@ -258,8 +311,8 @@ def family_documents(text: Text, generator: str, rng: random.Random, *, copies: 
 
 
 def split_texts(texts: list[Text], validation_fraction: float, seed: int) -> tuple[list[Text], list[Text]]:
-    """(training texts, validation texts): every text of a held-out source, and `validation_fraction` of each other
-    source's texts (by text, so no page is in both), are for validation only.
+    """(training texts, validation texts): every text of a held-out source, the `HELD_OUT_TEXTS`, and
+    `validation_fraction` of each other source's texts (by text, so no page is in both), are for validation only.
 
     >>> texts = [Text(f"s/{i}", "pydocs", "t") for i in range(20)] + [Text("sotu/1", "sotu", "t")]
     >>> train, validation = split_texts(texts, 0.25, seed=0)
@@ -269,6 +322,7 @@ def split_texts(texts: list[Text], validation_fraction: float, seed: int) -> tup
     rng = random.Random(seed)
     train, validation = [], []
     for text in texts:
-        held_out = text.source in HELD_OUT_SOURCES or rng.random() < validation_fraction
+        drawn = rng.random() < validation_fraction
+        held_out = text.source in HELD_OUT_SOURCES or text.id in HELD_OUT_TEXTS or drawn
         (validation if held_out else train).append(text)
     return train, validation

@@ -70,8 +70,15 @@ class ContextTrainingModel(nn.Module):
         return torch.exp(-self.log_inverse_temperature)
 
     def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor,
-                plain: dict | None = None) -> dict:
-        chunks = self.model(**documents, normalize=False).chunk_embeddings  # (B, C, D), raw
+                plain: dict | None = None, head_tokens: int | None = None) -> dict:
+        config = self.model.config
+        carried = config.window_head_tokens
+        if head_tokens is not None:  # this batch's amount of opening carried into later windows
+            config.window_head_tokens = head_tokens
+        try:
+            chunks = self.model(**documents, normalize=False).chunk_embeddings  # (B, C, D), raw
+        finally:
+            config.window_head_tokens = carried
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
         doc_losses, dist_losses = [], []

@@ -47,6 +47,8 @@ BAD_CONFIGS = {
     "bf16 text": ({"bf16": "yes"}, "bf16 must be true or false"),
     "fraction above one": ({"qat_fraction": 1.5}, r"qat_fraction must be a number in \[0, 1\]"),
     "matryoshka dims": ({"matryoshka_dims": [0]}, "matryoshka_dims must be a non-empty list of positive integers"),
+    "head choices": ({"window_head_choices": [32, -1]}, r"window_head_choices must be a list of integers >= 0"),
+    "head choices not a list": ({"window_head_choices": 32}, r"window_head_choices must be a list"),
 }
 
 

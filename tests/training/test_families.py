@@ -14,6 +14,7 @@ from contextembed.training.families import (
     HELD_OUT_SOURCES,
     NEAR_TOKENS,
     TRAINING_GENERATORS,
+    content_words,
     family_documents,
     identities,
     split_texts,
@@ -44,9 +45,14 @@ def real_text(paragraphs: int = 12) -> Text:
     return Text("manpages/demo.5", "manpages", "demo", sections)
 
 
-def names_of(family, generator) -> list[str]:
+def mentions(text: str, name: str) -> bool:
+    """Whether `text` holds `name` as whole words (any case: a query starts with a capital)."""
+    return re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", text.lower()) is not None
+
+
+def names_of(family, generator, seed: int = 0) -> list[str]:
     """Every identifying string of every copy, regenerated with the same seed."""
-    people, _ = identities(generator, "manual page", len(family), random.Random(0))
+    people = identities(generator, "manual page", len(family), random.Random(seed))
     return sorted({n for identity in people for n in identity.names}, key=len, reverse=True)
 
 
@@ -66,21 +72,71 @@ def test_copies_differ_only_in_the_identifying_span(generator):
     assert len({d.text for d in family}) == 8
 
 
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("generator", GENERATORS)
-def test_the_asked_sentence_never_holds_the_span_and_the_query_names_its_copy(generator):
-    family = family_documents(real_text(), generator, random.Random(0), copies=8, max_chars=3000, start=0)
-    names = names_of(family, generator)
-    for document in family:
-        own = [n for n in names if n in document.text]
+def test_the_asked_sentence_never_holds_what_the_query_names_and_the_query_names_its_copy(generator, seed):
+    family = family_documents(real_text(), generator, random.Random(seed), copies=8, max_chars=3000, start=0)
+    names = names_of(family, generator, seed)
+    people = identities(generator, "manual page", 8, random.Random(seed))
+    for document, identity in zip(family, people):
+        own = [n for i in people if i.names[0] in document.text for n in i.names]  # everyone the copy mentions
         assert document.queries
         for query in document.queries:
             (start, end), = query.answer
             answer = document.text[start:end]
-            assert not any(n in answer for n in names)  # the sentence asked about never names a copy
-            assert any(n in query.text for n in own)  # the query names its own copy
-            assert not any(n in query.text for n in names if n not in own)
+            asked = [a for a in identity.asks if mentions(query.text, a)]
+            assert asked  # the query names its own copy
+            assert not any(mentions(answer, a) for a in asked)  # the asked sentence never repeats it
+            assert not any(mentions(query.text, n) for n in names if n not in own)  # no other copy is named
+            assert set(answer.split()) - set(identity.refer.split())  # real text, not only reference words
             assert query.kind.startswith(generator + "/")
             assert all(document.text[s:e] and any(n in document.text[s:e] for n in own) for s, e in query.evidence)
+
+
+def test_the_same_seed_draws_the_same_names_and_another_seed_others():
+    first = [i.names for i in identities("people", "guide", 8, random.Random(7))]
+    assert first == [i.names for i in identities("people", "guide", 8, random.Random(7))]
+    assert first != [i.names for i in identities("people", "guide", 8, random.Random(8))]
+
+
+def test_an_alias_is_used_by_the_sentences_or_by_the_queries_never_both():
+    directions = set()
+    for seed in range(30):
+        for identity in identities("alias", "guide", 8, random.Random(seed)):
+            full, alias = identity.names
+            assert alias in identity.opening[0] and full in identity.opening[0]
+            in_sentences, in_queries = alias in identity.refer, alias in identity.asks
+            assert not (in_sentences and in_queries)
+            directions.add((in_sentences, in_queries))
+    assert directions == {(True, False), (False, True), (False, False)}
+
+
+def test_several_people_of_one_gender_are_named_in_every_copy_and_who_wrote_it_differs():
+    people = identities("people", "guide", 8, random.Random(3))
+    authors = [i.names[0] for i in people]
+    assert len(set(authors)) == 8
+    for identity in people:
+        opening = " ".join(identity.opening)
+        assert sum(a in opening for a in authors) == 3  # three of the cast in every copy
+        assert opening.index(identity.names[0]) == min(opening.index(a) for a in authors if a in opening)
+    assert re.match(r"(She|He|In (her|his) view|According to (her|him)|(Her|His) advice)", people[0].refer)
+
+
+def test_an_faq_heading_becomes_a_natural_question_answered_by_its_paragraph():
+    sections = [(f"How do I configure the {w} table?", [" ".join(SENTENCES[k:k + 3]), SENTENCES[k + 4]])
+                for k, w in enumerate(("boa", "coda", "dota", "foza"))]
+    text = Text("perldoc/perlfaq9", "perldoc", "perlfaq9", sections)
+    asked = []
+    for seed in range(6):
+        for document in family_documents(text, "named", random.Random(seed), copies=2, max_chars=3000, start=0):
+            for query in document.queries:
+                question = next((h for h, _ in sections if h in query.text), None)
+                if question:
+                    answer = [document.text[s:e] for s, e in query.answer]
+                    paragraph = next(p for h, (p, _) in sections if h == question)
+                    assert " ".join(answer).endswith(paragraph[-40:])  # the whole first paragraph answers it
+                    asked.append(question)
+    assert asked  # questions are used where the text has them
 
 
 def test_distance_is_counted_in_tokens_from_the_document_start():
@@ -117,8 +173,9 @@ def test_held_out_source_and_generator_never_train():
 
 def test_query_words_come_from_the_real_sentence_not_the_reference_words():
     family = family_documents(real_text(), "people", random.Random(2), copies=3, max_chars=3000, start=0)
+    refer = identities("people", "manual page", 3, random.Random(2))[0].refer
     for document in family:
         for query in document.queries:
             answer = document.text[slice(*query.answer[0])]
-            assert re.match(r"(She|He|In (her|his) view)", answer)  # the asked sentence refers by pronoun
-            assert not re.search(r"\b(points|explains|view)\b", query.text)
+            assert answer.startswith(refer)  # the asked sentence refers by pronoun
+            assert not set(content_words(refer)) & set(content_words(query.text))  # "points", "advice", ...

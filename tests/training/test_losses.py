@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+import random
+import re
 
 import pytest
 import torch
 
-from contextembed.training.data import TrainingDocument, TrainingQuery, chunk_document, word_labels
+from contextembed.training.data import (
+    TRAINING_CHUNKERS,
+    TrainingDocument,
+    TrainingQuery,
+    chunk_document,
+    word_labels,
+)
 from contextembed.training.losses import (
     chunk_relevance,
     chunk_scores,
@@ -77,6 +85,25 @@ def test_gold_labels_follow_any_chunking(built):
     labels = word_labels(text, document.queries[0])
     assert [score for *_, score in labels] == [0.5, 0.5, 0.0, 0.0, 1.0, 1.0]
     tokenizer = built["bert"][2].tokenizer
-    for chunking in ("sentences", "paragraphs", "tokens"):
-        chunks = chunk_document(document, chunking, tokenizer, window=4)
+    for chunking in TRAINING_CHUNKERS:
+        chunks = chunk_document(document, chunking, tokenizer, window=4, rng=random.Random(0))
         assert all(text[c.start : c.end] == c.text for c in chunks)
+
+
+def words(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Character spans of the words of text[start:end], as offsets into `text`."""
+    return [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:end])]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fragments_split_sentences_without_losing_a_word(seed):
+    text = "10. Late payment is charged at five percent. The tenant pays for water and power. Pets: no. Rent is due."
+    sentences = [(m.start(), m.end()) for m in re.finditer(r"[^.]+\.", text)]
+    sentences = [(s + len(text[s:e]) - len(text[s:e].lstrip()), e) for s, e in sentences]
+    document = TrainingDocument("d", "s", "f", text, sentences, [], [TrainingQuery("q", answer=[sentences[1]])])
+    chunks = chunk_document(document, "fragments", rng=random.Random(seed))
+    assert sorted(w for c in chunks for w in words(text, c.start, c.end)) == words(text)  # every word, once
+    assert all(any(s <= c.start and c.end <= e for s, e in sentences) for c in chunks)  # never across sentences
+    assert len(chunks) >= len(sentences)
+    again = chunk_document(document, "fragments", rng=random.Random(seed))
+    assert [c.text for c in again] == [c.text for c in chunks]  # the batch's own seed decides

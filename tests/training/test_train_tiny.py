@@ -116,6 +116,28 @@ def test_documents_longer_than_the_window_train_through_the_windows(built):
     assert model.separator.grad is not None and model.separator.grad.abs().sum() > 0
 
 
+def test_each_batch_carries_one_of_the_head_choices_into_later_windows(built):
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.batches import BatchCollator
+    from contextembed.training.model import ContextTrainingModel
+
+    config = TrainConfig(lora_rank=4, chunking_weights={"sentences": 1.0}, window_head_choices=[0, 8])
+    model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
+    documents, _, _ = tiny_family()
+    long = documents[0]
+    spans = [(i * (len(long.text) + 1), i * (len(long.text) + 1) + len(long.text)) for i in range(12)]
+    documents[0] = TrainingDocument("long", "tiny", "tiny", " ".join([long.text] * 12), spans, spans,
+                                    [TrainingQuery("rent", answer=[spans[9]], evidence=[spans[0]])])
+    collator = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)
+    assert {collator([{"documents": [0, 1, 2], "seed": s}])["head_tokens"] for s in range(12)} == {0, 8}
+    batch = collator([{"documents": [0, 1, 2], "seed": 0}])
+    before = model.model.config.window_head_tokens
+    with torch.no_grad():
+        losses = {head: model(**{**batch, "head_tokens": head})["loss"].item() for head in (0, 8)}
+    assert losses[0] != losses[8]  # the long row's later windows see the carried opening or not
+    assert model.model.config.window_head_tokens == before  # the checkpoint's own amount is left as it was
+
+
 def test_a_run_resumes_from_its_last_checkpoint(built, tmp_path):
     documents, _, _ = tiny_family()
     write_documents(tmp_path / "data.jsonl", documents)
