@@ -171,9 +171,9 @@ def query_text(sentence: str, ident: str, rng: random.Random, question: str | No
     3-6 of the sentence's content words (a random subset, in order) in a keyword or question form.
 
     >>> query_text("The cache is cleared on every restart.", "Orion 2.1", random.Random(1))
-    'Where does Orion 2.1 cover cache cleared restart?'
+    'Cache cleared restart (Orion 2.1)'
     >>> query_text("x", "Orion 2.1", random.Random(0), question="How do I clear the cache?")
-    'How do I clear the cache? (Orion 2.1)'
+    'How do I clear the cache in Orion 2.1?'
     """
     if question:
         text = rng.choice(ASKED_FORMS).format(question=question, ident=ident, lower=_lower_first(question),

@@ -52,7 +52,7 @@ def invented(rng: random.Random) -> str:
     """A made-up capitalised word of 2-3 syllables.
 
     >>> invented(random.Random(0))
-    'Hallomer'
+    'Pirlonam'
     """
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
 
