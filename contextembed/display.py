@@ -53,6 +53,32 @@ def results_json(query: str, result, records: list[dict], *, precision: str) -> 
     return {"query": query, "precision": precision, "documents": documents}
 
 
+def hits_json(query: str, hits, *, precision: str) -> dict:
+    """`results_json`'s object for documents found in a store (`DocumentHit`s, best first).
+
+    >>> from contextembed.stores import ChunkHit, DocumentHit
+    >>> hit = DocumentHit("a.txt", 0.5, ChunkHit("a.txt", 0.5, 0, 0, 4, "Rent"))
+    >>> hits_json("rent?", [hit], precision="float32")["documents"]
+    [{'document': 'a.txt', 'score': 0.5, 'chunk': {'index': 0, 'start': 0, 'end': 4, 'text': 'Rent'}}]
+    """
+    as_number = float if precision == "float32" else int
+    return {"query": query, "precision": precision,
+            "documents": [{"document": h.document, "score": as_number(h.score), "chunk": h.chunk.to_dict()}
+                          for h in hits]}
+
+
+def show_store_results(query: str, hits, *, uri: str, chunks: int, precision: str, output_dim: int,
+                       int8_clip_sigmas: float | None) -> None:
+    """Print the ranked documents found in a store, each with its best chunk."""
+    print(f'Query: "{printable(query)}"')
+    print(f"{chunks} chunks in {printable(uri)}, each embedded with its whole document in view\n")
+    for rank, hit in enumerate(hits, 1):
+        score = show_score(hit.score, precision, output_dim, int8_clip_sigmas)
+        print(f"{rank}. {printable(hit.document)}  (score {score})")
+        print(f"   chunk {hit.chunk.index} [chars {hit.chunk.start}-{hit.chunk.end}]")
+        print(f"      «{one_line(hit.chunk.text)}»\n")
+
+
 def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list[dict], *, output_dim,
                     batch_size: int) -> None:
     """Rank the chunks with and without their documents' context, side by side (float vectors)."""

@@ -15,7 +15,8 @@ def add_commands(commands) -> None:
                                  description="Embed every chunk of every document with its whole document in "
                                              "view, then rank documents by their best chunk for the query. The "
                                              "default model is English only.")
-    search.add_argument("path", help="a .txt/.md file, a folder of them, or an index written by 'encode'")
+    search.add_argument("path", help="a .txt/.md file, a folder of them, an index written by 'encode', or a store "
+                                     "URI (lancedb://, qdrant://, pgserver://, postgresql://)")
     search.add_argument("query", help="the question to search for")
     options.add_model_options(search)
     options.add_chunk_options(search)
@@ -37,7 +38,10 @@ def add_commands(commands) -> None:
                                              "chunk index, character offsets, text) and index.json (metadata): a "
                                              "self-contained index that 'search' reads without the source files.")
     encode.add_argument("path", help="a .txt/.md file or a folder of them")
-    encode.add_argument("output_dir", help="folder to write the index to (new or empty; or an index, with --overwrite)")
+    encode.add_argument("output_dir", help="folder to write the index to (new or empty; or an index, with --overwrite), "
+                                           "or a store URI (lancedb:///PATH, qdrant:///PATH, qdrant://HOST:PORT, "
+                                           "pgserver:///PATH, postgresql://...): written incrementally, only the "
+                                           "documents that changed")
     options.add_model_options(encode)
     options.add_chunk_options(encode)
     encode.add_argument("--precision", choices=PRECISIONS, default="float32", help="vector precision to store")
@@ -54,8 +58,12 @@ def encode_command(args: argparse.Namespace) -> int:
     from contextembed.corpus import read_corpus
     from contextembed.index import check_index_target, write_index
 
+    from contextembed.stores import is_store_uri
+
     if args.ray_actors is not None or args.ray_address is not None:
         return _encode_on_ray(args)
+    if is_store_uri(args.output_dir):
+        return _encode_to_store(args)
     chunker = options.chunker(args)
     check_index_target(args.output_dir, args.overwrite)  # before the embedding, not after
     _, documents = read_corpus(args.path)
@@ -77,11 +85,14 @@ def search_command(args: argparse.Namespace) -> int:
     from contextembed.display import results_json, show_comparison, show_results
     from contextembed.index import is_index, read_index, restore_interrupted
     from contextembed.search import exact_search
+    from contextembed.stores import is_store_uri
 
     if not args.query.strip():
         raise ValueError("the query is empty")
     if args.json and args.compare:
         raise ValueError("--json prints the ranked documents only: leave out --compare")
+    if is_store_uri(args.path):
+        return _search_store(args)
     chunker = options.chunker(args)
     restore_interrupted(args.path)
     if is_index(args.path):
@@ -113,6 +124,53 @@ def search_command(args: argparse.Namespace) -> int:
                  int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
     if args.compare:
         show_comparison(model, query, vectors, records, output_dim=args.output_dim, batch_size=args.batch_size)
+    return 0
+
+
+def _encode_to_store(args: argparse.Namespace) -> int:
+    from contextembed.corpus import read_corpus
+    from contextembed.stores import StoreInfo, open_store
+    from contextembed.stores.sync import sync_corpus
+
+    if args.precision not in ("float32", "int8"):
+        raise ValueError(f"stores keep float32 or int8 vectors, got --precision {args.precision}")
+    if args.overwrite:
+        raise ValueError("--overwrite replaces an index folder; a store is updated in place (only changed documents "
+                         "are written): leave it out")
+    chunker = options.chunker(args)
+    _, documents = read_corpus(args.path)
+    with open_store(args.output_dir) as store:
+        model = options.load_model(args)
+        info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, args.precision, str(chunker))
+        store.ensure(info)  # a store of other vectors is refused before anything is embedded
+        encode = lambda texts: model.encode_documents(  # noqa: E731
+            texts, chunker=chunker, batch_size=args.batch_size, output_dim=args.output_dim, precision=args.precision,
+            show_progress_bar=options.progress(args))
+        report = sync_corpus(store, documents, info, encode)
+        print(f"{store.uri}: {report}")
+    return 0
+
+
+def _search_store(args: argparse.Namespace) -> int:
+    from contextembed.display import hits_json, show_store_results
+    from contextembed.stores import open_store
+
+    if args.compare:
+        raise ValueError("--compare re-embeds the chunks, so it needs the documents: pass the corpus folder")
+    with open_store(args.path) as store:
+        info = store.info
+        if args.output_dim is not None and args.output_dim != info.output_dim:
+            raise ValueError(f"the store holds {info.output_dim}-d vectors, got --output-dim {args.output_dim}")
+        model = options.load_model(args, args.model or (None if info.model == "default" else info.model))
+        query = model.encode_queries([args.query], output_dim=info.output_dim, precision=info.precision,
+                                     show_progress_bar=False)
+        hits = store.search_documents(query[0], k=args.top_k)
+        if args.json:
+            print(json.dumps(hits_json(args.query, hits, precision=info.precision)))
+            return 0
+        show_store_results(args.query, hits, uri=store.uri, chunks=store.count_chunks(), precision=info.precision,
+                           output_dim=info.output_dim,
+                           int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
     return 0
 
 

@@ -26,6 +26,11 @@ def add_commands(commands) -> None:
     evaluate.add_argument("--chunker", help="for --format beir: split documents into chunks (e.g. sentences)")
     evaluate.add_argument("--precision", choices=["float32", "int8"], default="float32",
                           help="score float vectors or the checkpoint's int8 codes (context-bench layout)")
+    evaluate.add_argument("--store", metavar="URI", help="for --format beir: also write the vectors to this store "
+                          "(lancedb://, qdrant://, pgserver://, postgresql://) and retrieve through it, reported "
+                          "beside exact search (Recall@1000, nDCG@10)")
+    evaluate.add_argument("--ann", action="store_true", help="with --store: build the store's ANN index and search "
+                          "through it (default: the store's exact search)")
     evaluate.add_argument("--out", default="evaluation-results", help="folder for results.json and results.md")
     evaluate.set_defaults(func=evaluate_command)
 
@@ -33,16 +38,32 @@ def add_commands(commands) -> None:
 def evaluate_command(args: argparse.Namespace) -> int:
     from contextembed.evaluation.datasets import resolve_datasets
     from contextembed.evaluation.run import evaluate_datasets, write_results
+    from contextembed.stores import redact
 
     datasets = resolve_datasets(args.data, args.format)  # a mistyped folder fails before the model loads
+    if args.ann and not args.store:
+        raise ValueError("--ann builds a store's ANN index: give the store with --store URI")
+    if args.store and args.format != "beir":
+        raise ValueError("--store measures first-stage retrieval: use it with --format beir")
+    store = None
+    if args.store:
+        from contextembed.stores import open_store
+
+        store = open_store(args.store)
     model = options.load_model(args)
-    results, table = evaluate_datasets(model, datasets, ks=args.k, precision=args.precision,
-                                       max_tokens=args.max_tokens, chunker=args.chunker, batch_size=args.batch_size,
-                                       show_progress_bar=options.progress(args))
+    try:
+        results, table = evaluate_datasets(model, datasets, ks=args.k, precision=args.precision,
+                                           max_tokens=args.max_tokens, chunker=args.chunker,
+                                           batch_size=args.batch_size, show_progress_bar=options.progress(args),
+                                           store=store, ann=args.ann)
+    finally:
+        if store is not None:
+            store.close()
     precision = "" if args.precision == "float32" else f"; {args.precision} codes"
     header = (f"Model: {args.model or 'default (all-MiniLM-L6-v2 fine-tuned for late chunking)'}; data: "
               f"{', '.join(datasets)}{precision}; metrics in %.\n\n")
     payload = {"datasets": {n: str(p) for n, (p, _) in datasets.items()},
+               "store": redact(args.store) if args.store else None, "ann": args.ann,
                "formats": {n: f for n, (_, f) in datasets.items()}, "precision": args.precision,
                "model": args.model or "default", "results": results}
     json_file, md_file = write_results(args.out, payload, header + table)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from contextembed.chunking import Chunk
 from contextembed.evaluation.ir_metrics import evaluate_run
 from contextembed.evaluation.loaders import BeirDataset, ChunkTask
 from contextembed.search import exact_search
@@ -76,19 +77,24 @@ def truncate_to_tokens(processor, texts: Sequence[str], max_tokens: int = 512, t
 
 
 def run_q2d(model, dataset: BeirDataset, *, max_tokens: int = 512, chunker=None, ks_recall: Sequence[int] = (1000,),
-            ks_ndcg: Sequence[int] = (10,), batch_size: int = 32, show_progress_bar: bool | None = None) -> dict:
+            ks_ndcg: Sequence[int] = (10,), batch_size: int = 32, show_progress_bar: bool | None = None,
+            store=None, ann: bool = False) -> dict:
     """`{relevance set: {"recall@1000": ..., "ndcg@10": ..., "queries": n, "queries_without_positives": m}}`.
 
     Documents are one chunk each, or, with a `chunker`, their truncated text split into chunks and scored
-    by the best chunk.
+    by the best chunk. With a `store` (`contextembed.stores`), the same vectors are also written to it and
+    retrieved through it (through its ANN index, built after writing, with `ann=True`): `store recall@1000` and
+    `store ndcg@10` beside exact search's, so what an index costs is measured on the same vectors.
     """
     options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
     doc_ids = list(dataset.corpus)
     texts = truncate_to_tokens(model.processor, [dataset.corpus[d] for d in doc_ids], max_tokens, "document")
     if chunker is None:
         vectors = model.encode_documents([[t] for t in texts], **options)
+        chunks = [[Chunk(t, 0, len(t))] for t in texts]
     else:
-        vectors = [r.embeddings for r in model.encode_documents(texts, chunker=chunker, **options)]
+        encoded = model.encode_documents(texts, chunker=chunker, **options)
+        vectors, chunks = [r.embeddings for r in encoded], [r.chunks for r in encoded]
     row_doc = np.repeat(np.arange(len(doc_ids)), [len(v) for v in vectors])
     vectors = np.concatenate(vectors)
     query_ids = list(dataset.queries)
@@ -96,13 +102,37 @@ def run_q2d(model, dataset: BeirDataset, *, max_tokens: int = 512, chunker=None,
     queries = model.encode_queries(query_texts, **options)
     depth = min(max([*ks_recall, *ks_ndcg]), len(doc_ids))
     found = exact_search(queries, vectors, row_doc, top_k_documents=depth, top_k_chunks=1, best_chunks=False)
-    run = {qid: {doc_ids[d]: float(s) for d, s in zip(found.doc_ids[i], found.doc_scores[i])}
-           for i, qid in enumerate(query_ids)}
+    runs = {"": {qid: {doc_ids[d]: float(s) for d, s in zip(found.doc_ids[i], found.doc_scores[i])}
+                 for i, qid in enumerate(query_ids)}}
+    if store is not None:
+        runs["store "] = _store_run(store, doc_ids, texts, chunks, vectors, row_doc, queries, query_ids, depth,
+                                    str(chunker or ""), ann)
     results = {}
     for name, qrels in dataset.qrels.items():
         positive = {q: g for q, g in qrels.items() if any(v >= 1 for v in g.values())}
-        recall, _ = evaluate_run(positive, run, ks=list(ks_recall), metrics=["recall"])
-        ndcg, _ = evaluate_run(positive, run, ks=list(ks_ndcg), metrics=["ndcg"])
-        results[name] = {**recall, **ndcg, "queries": len(positive),
-                         "queries_without_positives": len(set(qrels) - set(positive))}
+        results[name] = {"queries": len(positive), "queries_without_positives": len(set(qrels) - set(positive))}
+        for label, run in runs.items():
+            recall, _ = evaluate_run(positive, run, ks=list(ks_recall), metrics=["recall"])
+            ndcg, _ = evaluate_run(positive, run, ks=list(ks_ndcg), metrics=["ndcg"])
+            results[name].update({f"{label}{metric}": value for metric, value in {**recall, **ndcg}.items()})
     return results
+
+
+def _store_run(store, doc_ids, texts, chunks, vectors, row_doc, queries, query_ids, depth, chunker: str,
+               ann: bool) -> dict:
+    """Write the documents' vectors to `store` (replacing what it held of them) and retrieve through it."""
+    from contextembed.stores import DocumentVectors, StoreInfo, content_hash
+
+    store.ensure(StoreInfo("evaluation", vectors.shape[1], "float32", chunker))
+    starts = np.searchsorted(row_doc, np.arange(len(doc_ids) + 1))
+    documents = [DocumentVectors(doc_id, list(chunks[d]), vectors[starts[d] : starts[d + 1]], {}, content_hash(text))
+                 for d, (doc_id, text) in enumerate(zip(doc_ids, texts))]
+    for first in range(0, len(documents), 1024):
+        store.replace(documents[first : first + 1024])
+    if ann:
+        if not hasattr(store, "create_ann_index"):
+            raise ValueError(f"{type(store).__name__} has no ANN index to build")
+        store.create_ann_index()
+        store.exact = False
+    return {qid: {h.document: h.score for h in store.search_documents(queries[i], k=depth)}
+            for i, qid in enumerate(query_ids)}

@@ -15,13 +15,16 @@ from contextembed.evaluation.context_bench import run_context_bench
 
 def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Sequence[int] = (1, 10),
                       precision: str = "float32", max_tokens: int = 512, chunker=None, batch_size: int = 32,
-                      show_progress_bar: bool | None = None) -> tuple[dict, str]:
+                      show_progress_bar: bool | None = None, store=None, ann: bool = False) -> tuple[dict, str]:
     """Score `model` on each `{name: (folder, layout)}`; returns the results by dataset and their Markdown tables.
 
     context-bench folders run late chunking vs each sentence alone vs one vector per document at `ks` and
     `precision`; ConTEB folders the ConTEB protocol; BEIR folders the Q2D-Web protocol (truncated to `max_tokens`,
-    documents split by `chunker` when given).
+    documents split by `chunker` when given; also retrieved through `store`, exact or by its ANN index with `ann`).
     """
+    if store is not None and any(layout != "beir" for _, layout in datasets.values()):
+        raise ValueError("retrieval through a store is measured on first-stage (BEIR/Q2D layout) datasets: "
+                         "pass --format beir")
     if any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
         raise ValueError(f"ks must be positive integers, got {list(ks)}")
     options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
@@ -41,7 +44,7 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
             table = report.conteb_table(results[name])
         else:
             results[name] = protocols.run_q2d(model, loaders.load_beir(folder), max_tokens=max_tokens,
-                                              chunker=chunker, **options)
+                                              chunker=chunker, store=store, ann=ann, **options)
             table = report.q2d_table(results[name])
         tables.append(f"#### {name}\n\n{table}")
     return results, "\n\n".join(tables)

@@ -1,0 +1,312 @@
+"""The store interface: chunk vectors of whole documents kept in a database, changed and searched as documents.
+
+A store holds documents; a document is its chunks (text and character offsets), one vector per chunk, a content
+hash and metadata. Writes take whole documents: `add_documents` refuses an id the store already has, `replace`
+swaps every chunk of a document for its new ones as one unit (no reader ever sees old and new chunks of one
+document together, and a writer that dies half way leaves the document as it was before or after), `delete`
+removes documents. `search_documents` ranks documents by their best chunk (MaxSim) and returns that chunk.
+
+A store also keeps what its vectors are (`StoreInfo`: model, dimension, precision, chunker), written when it is
+created and checked on every write and query, so vectors of another width or precision are refused with a message
+that names both. Each database is one subclass in its own module (`qdrant`, `lancedb`, `postgres`); a fourth is one
+more file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from contextembed.chunking import Chunk
+from contextembed.scoring import check_codes
+
+Scalar = str | int | float | bool
+Where = Mapping[str, Scalar | Sequence[Scalar]]  # metadata key -> a value, or a list of values any of which match
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What a store's vectors are; fixed when the store is created."""
+
+    model: str
+    output_dim: int
+    precision: str = "float32"
+    chunker: str = ""
+
+    @classmethod
+    def from_dict(cls, values: Mapping) -> StoreInfo:
+        return cls(**{k: values[k] for k in ("model", "output_dim", "precision", "chunker") if k in values})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class DocumentVectors:
+    """One document as a store keeps it: every chunk with its vector, written and replaced together."""
+
+    id: str
+    chunks: list[Chunk]
+    vectors: np.ndarray  # (len(chunks), D) floats, or codes of the store's precision
+    metadata: dict = field(default_factory=dict)
+    content_hash: str = ""
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    document: str
+    score: float
+    index: int  # the chunk's position in its document
+    start: int
+    end: int
+    text: str
+    metadata: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "start": self.start, "end": self.end, "text": self.text}
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    document: str
+    score: float
+    chunk: ChunkHit  # the document's best chunk
+
+
+STORE_PRECISIONS = ("float32", "int8")
+
+
+class VectorStore(ABC):
+    """A database of documents' chunk vectors (see the module docstring). Subclasses implement the `_` methods."""
+
+    uri: str
+
+    # --- what a subclass provides -------------------------------------------------------------------------
+    @abstractmethod
+    def _read_info(self) -> StoreInfo | None:
+        """The stored info, or None for a store that does not exist yet."""
+
+    @abstractmethod
+    def _create(self, info: StoreInfo) -> None:
+        """Create the empty store for vectors described by `info`."""
+
+    @abstractmethod
+    def _write(self, documents: list[DocumentVectors], replace: bool) -> None:
+        """Write the documents; with `replace`, their previous chunks go in the same unit of work."""
+
+    @abstractmethod
+    def _delete(self, ids: list[str]) -> None:
+        """Remove every chunk of these documents."""
+
+    @abstractmethod
+    def _top_chunks(self, query: np.ndarray, k: int, where: Where | None) -> list[ChunkHit]:
+        """The k best chunks for one query, best first (ties: document id, then chunk index)."""
+
+    @abstractmethod
+    def document_hashes(self) -> dict[str, str]:
+        """Every stored document's id and content hash."""
+
+    @abstractmethod
+    def count_chunks(self, document: str | None = None) -> int:
+        """Chunks stored (of one document, or in all)."""
+
+    def close(self) -> None:
+        """Release connections and locks; a closed store is not used again."""
+
+    # --- the interface ------------------------------------------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _known_info(self) -> StoreInfo | None:
+        """The info, read once (it never changes after the store is created); None while the store does not exist."""
+        if getattr(self, "_info", None) is None:
+            self._info = self._read_info()
+        return self._info
+
+    @property
+    def info(self) -> StoreInfo:
+        """What the store's vectors are."""
+        cached = self._known_info()
+        if cached is None:
+            raise ValueError(f"the store {self.uri} holds no vectors yet: write documents to it first "
+                             "(contextembed encode CORPUS URI)")
+        return cached
+
+    def ensure(self, info: StoreInfo) -> StoreInfo:
+        """Create the store for `info` if it does not exist, else check that it holds vectors of the same kind."""
+        if info.precision not in STORE_PRECISIONS:
+            raise ValueError(f"stores keep float32 or int8 vectors, got precision {info.precision!r}")
+        current = self._read_info()
+        if current is None:
+            self._create(info)
+            self._info = info
+            return info
+        for name in ("output_dim", "precision", "model", "chunker"):
+            have, want = getattr(current, name), getattr(info, name)
+            if have != want and (name != "chunker" or want):
+                raise ValueError(f"the store {self.uri} holds {name}={have!r} vectors, these are {name}={want!r}: "
+                                 "write them to another store (or delete this one)")
+        return current
+
+    def add_documents(self, documents: Iterable[DocumentVectors]) -> int:
+        """Write new documents (an id the store already has is an error: use `replace`); returns chunks written."""
+        documents = self._checked(documents)
+        existing = set(self.document_hashes()) & {d.id for d in documents}
+        if existing:
+            raise ValueError(f"the store already holds {len(existing)} of these documents (e.g. "
+                             f"{sorted(existing)[0]!r}): use replace() to change them")
+        self._write(documents, replace=False)
+        return sum(len(d.chunks) for d in documents)
+
+    def replace(self, documents: Iterable[DocumentVectors]) -> int:
+        """Write documents, each replacing every chunk it had before (or added, if new); returns chunks written."""
+        documents = self._checked(documents)
+        self._write(documents, replace=True)
+        return sum(len(d.chunks) for d in documents)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        for i in ids:
+            _check_id(i)
+        if ids:
+            self._delete(ids)
+
+    def search_chunks(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[ChunkHit]:
+        """The k best chunks of the whole store for one query vector (of the store's precision)."""
+        _check_k(k)
+        return self._top_chunks(self._checked_query(query), k, _checked_where(where))
+
+    def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
+        """The k best documents, each scored by its best chunk (MaxSim), with that chunk.
+
+        Exact whenever chunk search is: the ranked chunks are read until k documents have appeared, and a
+        document's first chunk in that ranking is its best, so documents come in MaxSim order.
+        """
+        _check_k(k)
+        query, where = self._checked_query(query), _checked_where(where)
+        total = self.count_chunks()
+        if total == 0:
+            return []
+        fetch = min(total, max(4 * k, 64))
+        while True:
+            best: dict[str, ChunkHit] = {}
+            for hit in self._top_chunks(query, fetch, where):
+                best.setdefault(hit.document, hit)
+            if len(best) >= k or fetch >= total:
+                break
+            fetch = min(total, fetch * 4)
+        return [DocumentHit(d, h.score, h) for d, h in list(best.items())[:k]]
+
+    # --- checks shared by every store ----------------------------------------------------------------------
+    def _checked(self, documents: Iterable[DocumentVectors]) -> list[DocumentVectors]:
+        info = self.info
+        documents = list(documents)
+        ids = [d.id for d in documents]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"document ids repeat in one write (e.g. {next(i for i in ids if ids.count(i) > 1)!r})")
+        for document in documents:
+            _check_id(document.id)
+            vectors = np.asarray(document.vectors)
+            if vectors.ndim != 2 or len(vectors) != len(document.chunks):
+                raise ValueError(f"document {document.id!r} has {len(document.chunks)} chunks but vectors of shape "
+                                 f"{vectors.shape}: one vector per chunk")
+            if not document.chunks:
+                raise ValueError(f"document {document.id!r} has no chunks")
+            _check_vectors(vectors, info, f"the vectors of document {document.id!r}")
+            _check_metadata(document.metadata, document.id)
+        return documents
+
+    def _checked_query(self, query: np.ndarray) -> np.ndarray:
+        query = np.asarray(query)
+        if query.ndim == 2 and len(query) == 1:
+            query = query[0]
+        if query.ndim != 1:
+            raise ValueError(f"search takes one query vector, got shape {query.shape}")
+        _check_vectors(query[None], self.info, "the query")
+        return query
+
+
+def content_hash(text: str) -> str:
+    """The hash incremental encoding compares: the document's text, exactly.
+
+    >>> content_hash("rent") == content_hash("rent"), content_hash("rent") == content_hash("rent ")
+    (True, False)
+    """
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def metadata_tags(metadata: Mapping[str, Scalar]) -> list[str]:
+    """Metadata as `key=value` strings (values in JSON), the form stores without typed columns filter on.
+
+    >>> metadata_tags({"lang": "en", "year": 2024})
+    ['lang="en"', 'year=2024']
+    """
+    return [f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in sorted(metadata.items())]
+
+
+def where_tags(where: Where) -> list[list[str]]:
+    """A filter as tag alternatives: every inner list must have a match (AND of ORs).
+
+    >>> where_tags({"lang": ["en", "de"], "year": 2024})
+    [['lang="en"', 'lang="de"'], ['year=2024']]
+    """
+    groups = []
+    for key, value in where.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        groups.append([f"{key}={json.dumps(v, ensure_ascii=False)}" for v in values])
+    return groups
+
+
+def _check_id(document_id) -> None:
+    if not isinstance(document_id, str) or not document_id:
+        raise ValueError(f"a document id must be a non-empty string, got {document_id!r}")
+
+
+def _check_k(k) -> None:
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+
+
+def _check_vectors(vectors: np.ndarray, info: StoreInfo, name: str) -> None:
+    if vectors.shape[-1] != info.output_dim:
+        raise ValueError(f"{name} have {vectors.shape[-1]} dimensions, but the store holds {info.output_dim}-d "
+                         "vectors")
+    check_codes(vectors, info.precision, name)
+    if info.precision == "float32" and not np.isfinite(vectors).all():
+        raise ValueError(f"{name} hold NaN or infinite values")
+
+
+def _check_metadata(metadata, document_id: str) -> None:
+    if not isinstance(metadata, Mapping):
+        raise ValueError(f"the metadata of document {document_id!r} must be a mapping, got {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"metadata keys are identifiers (letters, digits, _), got {key!r} in {document_id!r}")
+        if not isinstance(value, (str, int, float, bool)) or (isinstance(value, float) and not math.isfinite(value)):
+            raise ValueError(f"metadata values are strings, numbers or booleans, got {key}={value!r} in "
+                             f"{document_id!r}")
+
+
+def _checked_where(where) -> Where | None:
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise ValueError(f"where must map metadata keys to a value or a list of values, got {type(where).__name__}")
+    for key, value in where.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"where keys are metadata keys (identifiers), got {key!r}")
+        if not values or any(not isinstance(v, (str, int, float, bool)) for v in values):
+            raise ValueError(f"where[{key!r}] must be a string, number or boolean, or a non-empty list of them, "
+                             f"got {value!r}")
+    return where
