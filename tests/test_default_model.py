@@ -14,6 +14,8 @@ import contextembed
 from contextembed.corpus import read_corpus
 from contextembed.default_model import (
     BASELINE_MODEL_NAME,
+    BUILD7_MODEL_NAME,
+    BUILD8_MODEL_NAME,
     DELTA,
     PREVIEW_MODEL_NAME,
     PREVIOUS_MODEL_NAME,
@@ -61,13 +63,15 @@ def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache
     assert trained.config.window_head_tokens == WINDOW_HEAD_TOKENS > 0  # the opening reaches every later window
 
 
-def test_the_previous_default_loads_by_name_as_it_shipped(default_model_cache):
-    previous = contextembed.load(PREVIOUS_MODEL_NAME)
-    assert previous.model.config.window_head_tokens == 0  # build 7 carried no opening
-    assert "previous default model" in (named_model_path(PREVIOUS_MODEL_NAME) / "README.md").read_text()
+@pytest.mark.parametrize("name, carried", [(BUILD8_MODEL_NAME, 32), (BUILD7_MODEL_NAME, 0)])
+def test_the_earlier_defaults_load_by_name_as_they_shipped(default_model_cache, name, carried):
+    previous = contextembed.load(name)
+    assert previous.model.config.window_head_tokens == carried  # build 7 carried no opening, build 8 its first 32
+    assert "default model** (build" in (named_model_path(name) / "README.md").read_text()
     current = contextembed.load()
     a, b = (m.encode_queries(["who pays for electricity?"])[0] for m in (previous, current))
     assert float(a @ b) < 0.9999  # another delta, not the current one under another name
+    assert PREVIOUS_MODEL_NAME == BUILD8_MODEL_NAME  # the default this build replaced
 
 
 def test_real_weights_agree_with_minilm(default_model_cache):

@@ -236,10 +236,12 @@ def run_context_bench(
     batch_size: int = 32,
     show_progress_bar: bool | None = None,
     precision: str = "float32",
+    titles: Sequence[str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Embed the corpus three ways and score the queries (in `precision`: `float32` or the checkpoint's `int8`).
 
-    - `contextual`: each document's sentences embedded with late chunking (one pass per document);
+    - `contextual`: each document's sentences embedded with late chunking (one pass per document; with `titles`,
+      each document's title is context in every window, as `encode_documents(..., titles=...)` takes it);
     - `independent`: each sentence embedded alone (the answer/evidence baseline);
     - `whole-document`: one vector per document (the Document@K baseline).
 
@@ -259,7 +261,8 @@ def run_context_bench(
     results: dict[str, dict[str, float]] = {}
     for mode in modes:
         if mode == "contextual":
-            vectors = np.concatenate(model.encode_documents([d.sentences for d in documents], **options))
+            titled = {} if titles is None else {"titles": list(titles)}
+            vectors = np.concatenate(model.encode_documents([d.sentences for d in documents], **options, **titled))
         elif mode == "independent":
             vectors = np.concatenate(model.encode_documents([[s] for d in documents for s in d.sentences],
                                                               **options))

@@ -168,7 +168,7 @@ ASKED_FORMS = ("{question} ({ident})", "{ident}: {question}", "For {ident}, {low
 
 def query_text(sentence: str, ident: str, rng: random.Random, question: str | None = None) -> str:
     """A query naming `ident`: a real question about the sentence's section when there is one (`question`), else
-    3-6 of the sentence's content words (a random subset, in order) in a keyword or question form.
+    2-6 of the sentence's content words (a random subset, in order) in a keyword or question form.
 
     >>> query_text("The cache is cleared on every restart.", "Orion 2.1", random.Random(1))
     'Cache cleared restart (Orion 2.1)'
@@ -180,7 +180,7 @@ def query_text(sentence: str, ident: str, rng: random.Random, question: str | No
                                               stem=question.rstrip("?").rstrip())
         return text[0].upper() + text[1:]
     words = content_words(sentence)
-    keep = sorted(rng.sample(range(len(words)), min(len(words), rng.randint(3, 6))))
+    keep = sorted(rng.sample(range(len(words)), min(len(words), rng.randint(2, 6))))
     text = rng.choice(KEYWORD_FORMS + QUESTION_FORMS).format(ident=ident, words=" ".join(words[i] for i in keep))
     return text[0].upper() + text[1:]
 

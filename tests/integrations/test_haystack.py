@@ -90,7 +90,7 @@ def test_careless_documents_are_refused(built):
 
 
 def test_the_lease_questions_through_a_haystack_retriever(default_model_cache):
-    from contextembed.default_model import PREVIOUS_MODEL_NAME as model  # build 7: see `lease_model` in conftest
+    from contextembed.default_model import BUILD7_MODEL_NAME as model  # see `lease_model` in conftest
 
     documents = [Document(content=text, id=slug) for slug, text in leases().items()]
     splitter = DocumentSplitter(split_by="period", split_length=1)

@@ -12,6 +12,7 @@ from contextembed.training.families import (
     GENERATORS,
     HELD_OUT_GENERATORS,
     HELD_OUT_SOURCES,
+    HELD_OUT_TEXTS,
     NEAR_TOKENS,
     TRAINING_GENERATORS,
     content_words,
@@ -163,9 +164,10 @@ def test_held_out_source_and_generator_never_train():
     assert set(HELD_OUT_GENERATORS) & set(TRAINING_GENERATORS) == set()
     assert set(TRAINING_GENERATORS) | set(HELD_OUT_GENERATORS) == set(GENERATORS)
     texts = [Text(f"{source}/{i}", source, "t") for source in ("pydocs", "perldoc", *HELD_OUT_SOURCES)
-             for i in range(50)]
+             for i in range(50)] + [Text(i, i.split("/")[0], "faq") for i in HELD_OUT_TEXTS]
     train, validation = split_texts(texts, 0.1, seed=3)
-    assert not any(t.source in HELD_OUT_SOURCES for t in train)
+    assert not any(t.source in HELD_OUT_SOURCES or t.id in HELD_OUT_TEXTS for t in train)
+    assert set(HELD_OUT_TEXTS) <= {t.id for t in validation}  # the held-out FAQ pages validate natural questions
     assert {t.id for t in train} & {t.id for t in validation} == set()
     assert len(train) + len(validation) == len(texts)
     assert any(t.source == "pydocs" for t in validation)  # pages of the training sources are held out too
