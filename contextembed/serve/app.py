@@ -147,6 +147,10 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             raise RequestError(f"{job.tokens} tokens, more than the limit of {limits.max_tokens} per request",
                                status=413)
 
+    def render(job, vectors) -> bytes:
+        return json.dumps(response(job, vectors), ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":")).encode("utf-8")
+
     async def embed(request: Request, route: str, parse) -> Response:
         started = time.perf_counter()
         state["in_flight"] += 1
@@ -158,7 +162,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             await run_in_threadpool(check_limits, job)
             future = state["batcher"].submit(job)
             vectors = await asyncio.wrap_future(future)
-            payload = await run_in_threadpool(response, job, vectors)
+            payload = await run_in_threadpool(render, job, vectors)  # writing the floats is work too: off the loop
         except RequestError as problem:
             return error(problem, route)
         except ValueError as problem:  # the Python API's own checks, word for word
@@ -167,7 +171,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             metrics.latency.labels(route).observe(time.perf_counter() - started)
             state["in_flight"] -= 1
         metrics.requests.labels(route, "200").inc()
-        return JSONResponse(payload)
+        return Response(payload, media_type="application/json")
 
     @app.post("/v1/embeddings")
     async def embeddings(request: Request):

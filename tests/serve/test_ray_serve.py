@@ -12,6 +12,7 @@ import pytest
 from tests.serve.test_server import DOCUMENTS, start, stop
 
 pytest.importorskip("ray.serve")
+pytestmark = pytest.mark.slow  # starts a Ray cluster and two model replicas: one to two minutes
 
 
 @pytest.fixture(scope="module")
