@@ -16,11 +16,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["throughput", "peer_afterthoughts", "long_documents", "long_documents_chunks", "search", "search_backends",
-         "search_context_bench_scale", "ray_data", "dtype", "backends", "gpu", "gpu_tiny_cpu"]
+         "search_context_bench_scale", "ray_data", "dtype", "backends", "serve", "stores", "gpu", "gpu_tiny_cpu"]
 COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
             ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
-            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["backends.py"],
-            ["gpu.py", "--tiny"]]
+            ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["backends.py"], ["serve.py"],
+            ["stores.py"], ["gpu.py", "--tiny"]]
 
 
 def headline(results: Path) -> list[str]:
@@ -65,6 +65,20 @@ def headline(results: Path) -> list[str]:
             if name != "torch float32":
                 rows.append(f"| encoding {name} / torch float32 (MiniLM, CPU), chunk cosine min {row['cosine_min']:.4f} "
                             f"| {row['ratio']:.2f} | (deployment option) |")
+    if (v := load("serve")) is not None:
+        for name, round_ in v["rounds"].items():
+            merged, clients = name.split("/")
+            if merged == "merged":
+                rows.append(f"| server throughput ÷ direct encode_documents, {clients} client(s) | "
+                            f"{round_['throughput_ratio']:.2f} | ≥ 0.85 at 16 clients |")
+        rows.append(f"| server batching gain (merged ÷ one request per pass, 16 clients) | {v['batching_gain']:.2f} | > 1 |")
+    if (t := load("stores")) is not None:
+        base = {r["chunks"]: r for r in t["rows"] if r["store"] == "exact_search" and "query_seconds" in r}
+        for r in t["rows"]:
+            if r["store"] != "exact_search" and "query_seconds" in r and r["chunks"] in base:
+                rows.append(f"| {r['store']} at {r['chunks']:,} chunks: ingest chunks/s, exact query time ÷ "
+                            f"exact_search | {r['ingest_chunks_per_s']:,.0f}, {r['query_seconds'] / base[r['chunks']]['query_seconds']:.1f} "
+                            "| (docs/stores.md) |")
     return ["| measure | result | target |", "|---|---|---|", *rows]
 
 

@@ -21,6 +21,8 @@ CASES = {
     "ray_data": ["ray_data.py", "--docs", "4", "--repeats", "1"],
     "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
     "backends": ["backends.py", "--docs", "4", "--repeats", "1", "--model", "{tiny}"],
+    "stores": ["stores.py", "--sizes", "2000", "--queries", "3", "--max-seconds", "60"],
+    "serve": ["serve.py", "--model", "{tiny}", "--documents", "8", "--clients", "1", "2"],
 }
 
 
