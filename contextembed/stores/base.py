@@ -108,8 +108,8 @@ class VectorStore(ABC):
         """The k best chunks for one query, best first (ties: document id, then chunk index)."""
 
     @abstractmethod
-    def document_hashes(self) -> dict[str, str]:
-        """Every stored document's id and content hash."""
+    def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
+        """Every stored document's id and content hash (with `ids`: of those of them the store holds)."""
 
     @abstractmethod
     def count_chunks(self, document: str | None = None) -> int:
@@ -159,7 +159,7 @@ class VectorStore(ABC):
     def add_documents(self, documents: Iterable[DocumentVectors]) -> int:
         """Write new documents (an id the store already has is an error: use `replace`); returns chunks written."""
         documents = self._checked(documents)
-        existing = set(self.document_hashes()) & {d.id for d in documents}
+        existing = set(self.document_hashes([d.id for d in documents]))
         if existing:
             raise ValueError(f"the store already holds {len(existing)} of these documents (e.g. "
                              f"{sorted(existing)[0]!r}): use replace() to change them")
@@ -251,7 +251,7 @@ def metadata_tags(metadata: Mapping[str, Scalar]) -> list[str]:
     >>> metadata_tags({"lang": "en", "year": 2024})
     ['lang="en"', 'year=2024']
     """
-    return [f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in sorted(metadata.items())]
+    return [_tag(key, value) for key, value in sorted(metadata.items())]
 
 
 def where_tags(where: Where) -> list[list[str]]:
@@ -263,8 +263,12 @@ def where_tags(where: Where) -> list[list[str]]:
     groups = []
     for key, value in where.items():
         values = value if isinstance(value, (list, tuple)) else [value]
-        groups.append([f"{key}={json.dumps(v, ensure_ascii=False)}" for v in values])
+        groups.append([_tag(key, v) for v in values])
     return groups
+
+
+def _tag(key: str, value: Scalar) -> str:
+    return f"{key}={json.dumps(value, ensure_ascii=False)}"
 
 
 def _check_id(document_id) -> None:

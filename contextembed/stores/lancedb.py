@@ -11,6 +11,7 @@ docs/stores.md). Scores are dot products (LanceDB reports `1 - dot` as its dista
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -101,13 +102,17 @@ class LanceStore(VectorStore):
                          json.loads(r["metadata"])) for r in search.to_list()]
         return sorted(hits, key=lambda h: (-h.score, h.document, h.index))
 
-    def document_hashes(self) -> dict[str, str]:
-        if self.name not in self._names():
+    def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
+        if self.name not in self._names() or (ids is not None and not ids):
             return {}
-        rows = self.table.count_rows()
+        where = None if ids is None else f"doc_id IN ({_quoted(ids)})"
+        rows = self.table.count_rows(where)
         if not rows:
             return {}
-        table = self.table.search().select(["doc_id", "content_hash"]).limit(rows).to_arrow()  # no vectors read
+        search = self.table.search()
+        if where is not None:
+            search = search.where(where)
+        table = search.select(["doc_id", "content_hash"]).limit(rows).to_arrow()  # no vectors read
         return dict(zip(table.column("doc_id").to_pylist(), table.column("content_hash").to_pylist()))
 
     def count_chunks(self, document: str | None = None) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -159,11 +160,13 @@ class PostgresStore(VectorStore):
         rows = self._query(statement, [vector, *params, vector, k])
         return [DocumentHit(d, float(s), ChunkHit(d, float(s), c, a, b, t, m)) for d, c, a, b, t, m, s in rows]
 
-    def document_hashes(self) -> dict[str, str]:
-        if self._known_info() is None:
+    def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
+        if self._known_info() is None or (ids is not None and not ids):
             return {}
-        rows = self._query(sql.SQL("SELECT DISTINCT doc_id, content_hash FROM {}").format(self.chunks_table))
-        return dict(rows)
+        query = sql.SQL("SELECT DISTINCT doc_id, content_hash FROM {}").format(self.chunks_table)
+        if ids is None:
+            return dict(self._query(query))
+        return dict(self._query(query + sql.SQL(" WHERE doc_id = ANY(%s)"), (list(ids),)))
 
     def count_chunks(self, document: str | None = None) -> int:
         if self._known_info() is None:

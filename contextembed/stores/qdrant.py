@@ -21,6 +21,7 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -229,12 +230,15 @@ class QdrantStore(VectorStore):
         return self._hit(point, offset)
 
     # --- bookkeeping ------------------------------------------------------------------------------------------
-    def document_hashes(self) -> dict[str, str]:
-        if not self.client.collection_exists(self.name):
+    def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
+        if not self.client.collection_exists(self.name) or (ids is not None and not ids):
             return {}
+        condition = self._filter(None)
+        if ids is not None:
+            condition.must = [_match("doc_id", list(ids))]
         hashes, offset = {}, None
         while True:
-            points, offset = self.client.scroll(self.name, scroll_filter=self._filter(None), limit=1024, offset=offset,
+            points, offset = self.client.scroll(self.name, scroll_filter=condition, limit=1024, offset=offset,
                                                 with_payload=["doc_id", "content_hash"], with_vectors=False)
             hashes.update((p.payload["doc_id"], p.payload["content_hash"]) for p in points)
             if offset is None:

@@ -98,6 +98,7 @@ def test_replace_leaves_no_old_chunk_and_delete_leaves_nothing(store):
         hits = store.search_chunks(vector, k=10)
         assert hits[0].text.startswith("new") and not any(h.text.startswith("old") for h in hits)
     assert store.document_hashes()["lease-a"] == new.content_hash
+    assert store.document_hashes(["lease-a", "missing"]) == {"lease-a": new.content_hash}  # only the ids asked
     store.delete(["lease-a"])
     assert store.count_chunks("lease-a") == 0 and set(store.document_hashes()) == {"lease-b"}
     assert all(h.document == "lease-b" for h in store.search_chunks(new.vectors[0], k=10))
