@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import interleaved, write_result  # noqa: E402
 
 import contextembed  # noqa: E402
-from contextembed.encoder import token_budget_batches  # noqa: E402
+from contextembed.encoder import default_max_tokens_per_batch, token_budget_batches  # noqa: E402
 from contextembed.evaluation.datasets import shipped_dataset  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 
@@ -40,8 +40,9 @@ def main() -> int:
     documents, _ = load_context_bench(shipped_dataset())
     docs = [d.sentences for d in documents[: args.docs]]
     rows = encoder.processor.tokenize_documents(docs, task="document")
+    budget = default_max_tokens_per_batch(encoder.device)  # the passes encode_documents runs by default
     batches = [encoder.processor.pad([rows[i] for i in batch])
-               for batch in token_budget_batches([len(r["input_ids"]) for r in rows], args.batch_size, 16384)]
+               for batch in token_budget_batches([len(r["input_ids"]) for r in rows], args.batch_size, budget)]
     backbone = encoder.model.backbone
     tokens = sum(len(r["input_ids"]) for r in rows)
     chunks = [[s] for doc in docs for s in doc]

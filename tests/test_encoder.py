@@ -137,6 +137,40 @@ def test_token_budget_batches_cover_every_document_once():
         assert len(batch) == 1 or max(lengths[i] for i in batch) * len(batch) <= 70
 
 
+def brute_force_cost(lengths, batch_size, max_tokens, pass_tokens):
+    """The cheapest cost over every partition of the documents into allowed passes (tiny inputs only)."""
+    best = {(): 0}
+
+    def cheapest(left: tuple) -> float:
+        if left not in best:
+            first, rest = left[0], left[1:]
+            options = []
+            for mask in range(2 ** len(rest)):
+                members = (first, *(r for k, r in enumerate(rest) if mask >> k & 1))
+                padded = max(lengths[i] for i in members) * len(members)
+                if len(members) > batch_size or (len(members) > 1 and padded > max_tokens):
+                    continue
+                options.append(padded + pass_tokens + cheapest(tuple(r for r in rest if r not in members)))
+            best[left] = min(options)
+        return best[left]
+
+    return cheapest(tuple(range(len(lengths))))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_token_budget_batches_are_the_cheapest_allowed_passes(seed):
+    rng = np.random.default_rng(seed)
+    lengths = [int(n) for n in rng.integers(1, 60, size=int(rng.integers(1, 8)))]
+    batch_size, max_tokens, pass_tokens = int(rng.integers(1, 5)), int(rng.integers(20, 150)), int(rng.integers(1, 30))
+    batches = token_budget_batches(lengths, batch_size, max_tokens, pass_tokens)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        padded = max(lengths[i] for i in batch) * len(batch)
+        assert len(batch) <= batch_size and (len(batch) == 1 or padded <= max_tokens)
+    cost = sum(max(lengths[i] for i in b) * len(b) + pass_tokens for b in batches)
+    assert cost == brute_force_cost(lengths, batch_size, max_tokens, pass_tokens)
+
+
 def test_load_rejects_bad_paths(tmp_path):
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(ValueError, match="without config.json"):

@@ -28,6 +28,7 @@ def _number(kind: type, ok, expected: str):
 positive_int = _number(int, lambda v: v > 0, "a positive integer")
 non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
 positive_float = _number(float, lambda v: v > 0, "a positive number")
+non_negative_float = _number(float, lambda v: v >= 0 and v != float("inf"), "a non-negative number")
 
 
 def add_model_options(parser: argparse.ArgumentParser, *, output_dim: bool = True) -> None:

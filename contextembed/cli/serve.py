@@ -29,8 +29,14 @@ def add_commands(commands) -> None:
     serve.add_argument("--max-document-tokens", type=options.positive_int, default=32_768,
                        help="per document (default 32768)")
     serve.add_argument("--max-body-mb", type=options.positive_float, default=16.0, help="request body (default 16)")
-    serve.add_argument("--max-tokens-per-batch", type=options.positive_int, default=16384,
-                       help="tokens per merged forward pass (default 16384)")
+    serve.add_argument("--max-tokens-per-batch", type=options.positive_int,
+                       help="padded tokens per forward pass (default 2048 on CPU, 16384 on an accelerator)")
+    serve.add_argument("--max-merged-tokens", type=options.positive_int, default=65536,
+                       help="most tokens of concurrent requests merged into one call of the model, which sorts "
+                            "them by length into forward passes (default 65536)")
+    serve.add_argument("--merge-wait-ms", type=options.non_negative_float, default=2.0,
+                       help="how long the worker waits for more requests before a call that is not full "
+                            "(default 2 ms; 0: never waits)")
     serve.add_argument("--max-queued-chunks", type=options.positive_int, default=65536,
                        help="chunks waiting before requests are refused with 503 (default 65536)")
     serve.add_argument("--no-request-merging", action="store_true",
@@ -67,6 +73,8 @@ def serve_command(args: argparse.Namespace) -> int:
                     max_document_tokens=args.max_document_tokens, max_body_bytes=int(args.max_body_mb * 2**20))
     settings = ServeSettings(model_names=args.served_model_name or [Path(name).name or name], api_keys=keys,
                              limits=limits, max_tokens_per_batch=args.max_tokens_per_batch,
+                             batch_size=args.batch_size, max_merged_tokens=args.max_merged_tokens,
+                             merge_wait=args.merge_wait_ms / 1000,
                              max_queued_chunks=args.max_queued_chunks,
                              merge_requests=not args.no_request_merging)
     if args.replicas is not None:

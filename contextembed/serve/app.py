@@ -41,7 +41,10 @@ class ServeSettings:
     model_names: list[str]  # the names requests may use for the served model (the first is its own)
     api_keys: list[str] = field(default_factory=list)  # empty: no authentication
     limits: Limits = field(default_factory=Limits)
-    max_tokens_per_batch: int = 16384
+    max_tokens_per_batch: int | None = None  # padded tokens per forward pass (None: the encoder's device default)
+    batch_size: int = 32  # most documents per forward pass
+    max_merged_tokens: int = 65536  # most tokens of the requests merged into one call of the model
+    merge_wait: float = 0.002  # seconds the worker waits for more requests before a call that is not full
     max_queued_chunks: int = 65536
     merge_requests: bool = True  # False: one request per forward pass (for measuring what merging gains)
 
@@ -74,6 +77,8 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app):
         state["batcher"] = Batcher(model, max_tokens_per_batch=settings.max_tokens_per_batch,
+                                   batch_size=settings.batch_size, max_merged_tokens=settings.max_merged_tokens,
+                                   merge_wait=settings.merge_wait,
                                    max_queued_chunks=settings.max_queued_chunks, merge=settings.merge_requests,
                                    on_batch=on_batch)
         metrics.queue.set_function(lambda: state["batcher"].depth)
@@ -133,8 +138,8 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             check_output_dim(model.config, job.dim)
         except ValueError as problem:
             raise RequestError(str(problem).replace("output_dim", "the dimension"), param="dimensions") from None
-        lengths = model.processor.tokenizer([c for d in job.documents for c in d], add_special_tokens=False)
-        counts = [len(ids) for ids in lengths["input_ids"]]
+        # The processor's own tokenization, so the counts are those of the tokens the model will see.
+        counts = [len(ids) for ids in model.processor.tokenize_text([c for d in job.documents for c in d])]
         start = 0
         for i, document in enumerate(job.documents):
             tokens = sum(counts[start : start + len(document)])

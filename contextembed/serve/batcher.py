@@ -2,15 +2,17 @@
 
 Requests wait in a queue bounded by chunks; a full queue is refused at once (`Overloaded`, answered 503 with
 `Retry-After`) instead of growing memory. The worker takes the oldest job and every queued job with the same
-(task, precision, dimension) until `max_tokens_per_batch` tokens are gathered, and runs them in one call of the
-model, whose own batching never splits a document; each job gets back exactly its documents' vectors, in order.
-Model work never runs on the event loop.
+(task, precision, dimension) until `max_merged_tokens` tokens are gathered (when clients are concurrent, waiting up
+to `merge_wait` for more), and runs them in one call of the model, which sorts the documents by length into forward
+passes of `max_tokens_per_batch` padded tokens and never splits a document; each job gets back exactly its
+documents' vectors, in order. Model work never runs on the event loop.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -31,16 +33,23 @@ class Overloaded(RequestError):
 class Batcher:
     """Runs jobs on one thread; `submit(job)` returns a `Future` of the job's vectors (one array per document)."""
 
-    def __init__(self, model, *, max_tokens_per_batch: int = 16384, max_queued_chunks: int = 65536,
+    def __init__(self, model, *, max_tokens_per_batch: int | None = None, batch_size: int = 32,
+                 max_merged_tokens: int = 65536, merge_wait: float = 0.0, max_queued_chunks: int = 65536,
                  merge: bool = True, on_batch: Callable[[int, int], None] | None = None):
-        """`merge=False`: one request per forward pass (what the batching gain is measured against)."""
+        """`max_tokens_per_batch`, `batch_size`: the model's forward passes (`None`: the encoder's default for the
+        model's device). `max_merged_tokens`: most tokens of the requests merged into one call of the model, which
+        sorts them by length and splits them into passes. `merge_wait`: seconds the worker waits for more requests
+        before a call that is not yet full. `merge=False`: one request per call (what merging is measured
+        against)."""
         self.model, self.max_tokens, self.max_queued = model, max_tokens_per_batch, max_queued_chunks
+        self.batch_size, self.max_merged, self.merge_wait = batch_size, max_merged_tokens, merge_wait
         self.merge = merge
         self.on_batch = on_batch  # (documents, tokens) of each merged call, for the metrics
         self._queue: deque[tuple[Job, Future]] = deque()
         self._queued_chunks = 0
         self._condition = threading.Condition()
         self._closed = False
+        self._last_merged = 1  # requests in the last call
         self._thread = threading.Thread(target=self._run, name="contextembed-batcher", daemon=True)
         self._thread.start()
 
@@ -75,20 +84,33 @@ class Batcher:
                 self._condition.wait()
             if not self._queue:
                 return None
+            if self.merge and self.merge_wait > 0 and self._last_merged > 1:
+                # Concurrent clients (the last call merged several requests) send their next requests moments after
+                # their answers: wait for them, while the call is not full, rather than run a small call now and
+                # leave them for the next. A lone client's requests never wait.
+                deadline = time.monotonic() + self.merge_wait
+                while not self._closed and self._queued_tokens() < self.max_merged:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not self._condition.wait(left):
+                        break
             first, _ = self._queue[0]
             key = (first.task, first.precision, first.dim)
             taken, kept, tokens = [], deque(), 0
             while self._queue:
                 job, future = self._queue.popleft()
-                fits = not taken or (self.merge and tokens + job.tokens <= self.max_tokens)
+                fits = not taken or (self.merge and tokens + job.tokens <= self.max_merged)
                 if (job.task, job.precision, job.dim) == key and fits:
                     taken.append((job, future))
                     tokens += job.tokens
                 else:
                     kept.append((job, future))
             self._queue = kept
+            self._last_merged = len(taken)
             self._queued_chunks -= sum(len(d) for job, _ in taken for d in job.documents)
             return taken
+
+    def _queued_tokens(self) -> int:
+        return sum(job.tokens for job, _ in self._queue)
 
     def _run(self) -> None:
         while (taken := self._take()) is not None:
@@ -111,7 +133,8 @@ class Batcher:
                 start += len(job.documents)
 
     def _encode(self, job: Job, documents: list[list[str]]) -> list[np.ndarray]:
-        options = {"precision": job.precision, "output_dim": job.dim, "show_progress_bar": False}
+        options = {"precision": job.precision, "output_dim": job.dim, "show_progress_bar": False,
+                   "batch_size": self.batch_size, "max_tokens_per_batch": self.max_tokens}
         if job.task == "query":  # each chunk alone, as a query
             flat = [c for d in documents for c in d]
             rows = self.model.encode_queries(flat, **options)
@@ -120,4 +143,4 @@ class Batcher:
                 result.append(rows[start : start + len(document)])
                 start += len(document)
             return result
-        return self.model.encode_documents(documents, max_tokens_per_batch=self.max_tokens, **options)
+        return self.model.encode_documents(documents, **options)
