@@ -29,17 +29,38 @@ class Chunk:
 
 
 def split_sentences(text: str) -> list[Chunk]:
-    """One chunk per sentence (blingfire).
+    """One chunk per sentence (blingfire). A "sentence" without a letter (a clause number such as `10.`, a lone
+    figure) is joined to the sentence after it (the last one, to the one before): alone it means nothing, and as a
+    chunk of its own it would be a search hit that shows the reader nothing.
 
     >>> [c.text for c in split_sentences("Rent is due on the first. The tenant paid $5.50 today!")]
     ['Rent is due on the first.', 'The tenant paid $5.50 today!']
+    >>> [c.text for c in split_sentences("9. Rent is due on the first.\\n10. Pets are allowed. 11.")]
+    ['9. Rent is due on the first.', '10. Pets are allowed. 11.']
     """
     import blingfire
 
     if not text.strip():
         return []
     _, spans = blingfire.text_to_sentences_and_offsets(text)
-    return _strip_spans(text, spans)
+    return _join_letterless(text, _strip_spans(text, spans))
+
+
+def _join_letterless(text: str, chunks: list[Chunk]) -> list[Chunk]:
+    """Each chunk with no letter joined to the next chunk (trailing ones to the last chunk with a letter)."""
+    joined: list[Chunk] = []
+    start = None  # where the letterless run waiting for the next chunk begins
+    for chunk in chunks:
+        if not any(character.isalpha() for character in chunk.text):
+            start = chunk.start if start is None else start
+            continue
+        begin = chunk.start if start is None else start
+        joined.append(Chunk(text[begin : chunk.end], begin, chunk.end))
+        start = None
+    if start is not None:  # letterless to the end: joined to the chunk before, or one chunk when there is none
+        begin = joined.pop().start if joined else start
+        joined.append(Chunk(text[begin : chunks[-1].end], begin, chunks[-1].end))
+    return joined
 
 
 def split_paragraphs(text: str) -> list[Chunk]:

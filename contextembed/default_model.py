@@ -51,10 +51,10 @@ SUMMARY = (
     "(validation figures), it finds the right copy's sentence first for 72.5% of queries in hand-written "
     "~250-token documents and 62.0% beyond the first window (build 8: 61.5% and 51.0%; untrained: 39.5% and "
     "30.5%), and 65.4% / 61.7% on held-out sources and generators; recipes Answer@1 93.6, Python FAQ Answer@10 "
-    "78.1, wikipacks Answer@1 98.3, plain retrieval guard nDCG@10 83.6, example leases 28/30. It finds less of the "
+    "78.1, wikipacks Answer@1 98.3, plain retrieval guard nDCG@10 83.6, example leases 27/30. It finds less of the "
     "evidence around an answer than the untrained wrapper on recipes (EvidenceRecall@10 66.2 vs 93.6), clauses "
-    "scoped by a condition are rarely found first beyond the first window (27.5%), and near-empty chunks (a lone "
-    "clause number) still score too high. `contextembed.load()` with no argument builds and loads it."
+    "scoped by a condition are rarely found first beyond the first window (27.5%), and a near-empty chunk given to "
+    "it (a lone clause number) still scores too high (the sentence chunker no longer makes such chunks)."
 )
 BASELINE_SUMMARY = (
     "The **untrained baseline** of [contextembed](https://pypi.org/project/contextembed/)'s default model: "

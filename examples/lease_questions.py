@@ -34,7 +34,7 @@ def hits(model, documents) -> int:
     results = model.encode_documents([d.text for d in documents], chunker="sentences")
     count = 0
     for question, clause in QUESTIONS:
-        copies = [next(v for c, v in zip(r.chunks, r.embeddings) if c.text.startswith(clause)) for r in results]
+        copies = [next(v for c, v in zip(r.chunks, r.embeddings) if clause in c.text) for r in results]
         for slug, address in ADDRESSES.items():
             query = model.encode_queries([question.format(address)])[0]
             scores = [float(query @ v) for v in copies]
