@@ -294,7 +294,7 @@ class ContextEmbedder:
 def default_max_tokens_per_batch(device: torch.device | str) -> int:
     """Padded tokens per forward pass when the caller sets none: 16384 on an accelerator, where small passes leave
     the device idle; 2048 on CPU, where a pass that large already runs at full speed per token and larger ones run
-    slower (bench/results/batch_tokens.md: 16384 took 1.2x as long as 2048 on the shipped recipes set).
+    slower (docs/serving.md: passes of 16384 took 1.2x as long as 512-2048 on the shipped recipes set).
 
     >>> default_max_tokens_per_batch("cpu"), default_max_tokens_per_batch("cuda:0")
     (2048, 16384)
