@@ -1,6 +1,6 @@
 """The server under concurrent clients vs direct `encode_documents` on the same documents, side by side.
 
-    python bench/serve.py [--model contextembed-all-MiniLM-L6-v2] [--documents 160] [--clients 1 4 16] [--repeats 3]
+    python bench/serve.py [--model contextembed-all-MiniLM-L6-v2] [--documents 160] [--clients 1 4 16] [--repeats 5]
 
 Starts `contextembed serve` on a free 127.0.0.1 port (loopback only), sends the shipped recipes set's documents (each
 a list of its sentences, one document per request, Voyage's shape) from N client threads, each holding one
@@ -146,7 +146,7 @@ def main() -> int:
     parser.add_argument("--model", default="contextembed-all-MiniLM-L6-v2")
     parser.add_argument("--documents", type=int, default=160)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--repeats", type=int, default=3, help="rounds per setting (median reported)")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds per setting (median reported)")
     parser.add_argument("--server-option", action="append", default=[],
                         help="one more argument for `contextembed serve` (repeatable), e.g. --server-option=--torch-threads=1")
     args = parser.parse_args()
