@@ -22,7 +22,7 @@ CASES = {
     "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
     "backends": ["backends.py", "--docs", "4", "--repeats", "1", "--model", "{tiny}"],
     "stores": ["stores.py", "--sizes", "2000", "--queries", "3", "--max-seconds", "60"],
-    "serve": ["serve.py", "--model", "{tiny}", "--documents", "8", "--clients", "1", "2"],
+    "serve": ["serve.py", "--model", "{tiny}", "--documents", "8", "--clients", "1", "2", "--repeats", "1"],
 }
 
 
