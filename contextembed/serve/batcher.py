@@ -47,6 +47,7 @@ class Batcher:
         self.on_batch = on_batch  # (documents, tokens) of each merged call, for the metrics
         self._queue: deque[tuple[Job, Future]] = deque()
         self._queued_chunks = 0
+        self._queued_tokens = 0  # tokens of the queued jobs, so the merge wait knows when a call is full
         self._condition = threading.Condition()
         self._closed = False
         self._last_merged = 1  # requests in the last call
@@ -68,6 +69,7 @@ class Batcher:
                 raise Overloaded(self._queued_chunks, self.max_queued)
             self._queue.append((job, future))
             self._queued_chunks += chunks
+            self._queued_tokens += job.tokens
             self._condition.notify()
         return future
 
@@ -89,7 +91,7 @@ class Batcher:
                 # their answers: wait for them, while the call is not full, rather than run a small call now and
                 # leave them for the next. A lone client's requests never wait.
                 deadline = time.monotonic() + self.merge_wait
-                while not self._closed and self._queued_tokens() < self.max_merged:
+                while not self._closed and self._queued_tokens < self.max_merged:
                     left = deadline - time.monotonic()
                     if left <= 0 or not self._condition.wait(left):
                         break
@@ -107,10 +109,8 @@ class Batcher:
             self._queue = kept
             self._last_merged = len(taken)
             self._queued_chunks -= sum(len(d) for job, _ in taken for d in job.documents)
+            self._queued_tokens -= tokens
             return taken
-
-    def _queued_tokens(self) -> int:
-        return sum(job.tokens for job, _ in self._queue)
 
     def _run(self) -> None:
         while (taken := self._take()) is not None:

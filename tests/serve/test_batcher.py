@@ -152,3 +152,19 @@ def test_a_full_queue_is_refused_and_closing_finishes_the_queue(model):
     assert blocker.result(0).__len__() == 1 and len(queued.result(0)[0]) == 3  # both finished before close returned
     with pytest.raises(RequestError, match="shutting down"):
         batcher.submit(job(model, [DOCUMENTS[1]]))
+
+
+def test_a_full_call_does_not_wait(model):
+    recording = Recording(model)
+    one = job(model, [DOCUMENTS[1]])
+    batcher = Batcher(recording, merge_wait=60.0, max_merged_tokens=one.tokens * 2)
+    try:
+        blocker = recording.hold(batcher, model)
+        merged = [batcher.submit(job(model, [DOCUMENTS[1]])) for _ in range(2)]
+        recording.gate.set()
+        [f.result(30) for f in [blocker, *merged]]  # the last call merged two: the next one may wait
+        full = [batcher.submit(job(model, [DOCUMENTS[1]])) for _ in range(2)]
+        [f.result(10) for f in full]  # the queue holds a full call: it runs at once, not after 60 s
+    finally:
+        batcher.close()
+    assert [n for n, _ in recording.calls] == [1, 2, 2]
