@@ -286,7 +286,13 @@ def training_summary() -> list[str]:
         f"`window_head_tokens` ({window_head}) among the amounts it trained with: 32 → 0.640, 48 → 0.649, 64 → 0.623 "
         "(`scripts/choose_window_head.py`, record: `scripts/default_model_run/window_head_choice.json`). The loss weights, schedule and LoRA settings "
         "are build 7's, which were chosen over four runs on the *reported* sets, as its card said; nothing in this "
-        "build was tuned on the shipped sets, the leases or the guard set."]
+        "build was tuned on the shipped sets, the leases or the guard set. **A candidate that did not ship**: build "
+        "11, this recipe with τ_T 0.2 (each evidence chunk ~0.3 of the answer's target mass instead of ~0.03), under a "
+        "rule written before it ran (replace this build only with a validation mean at least as high *and* a higher "
+        "validation EvidenceRecall@10): it raised EvidenceRecall@10 on the six validation sets from 58.9 to 92.5 "
+        "(untrained 86.8) but cut the mean from 0.649 to 0.493, so this build stays; supporting context and the right "
+        "copy's answer trade against each other through τ_T here (record: "
+        "`scripts/default_model_run/build11_candidate.json`)."]
 
 
 def main() -> None:
