@@ -291,7 +291,8 @@ def training_summary() -> list[str]:
         "rule written before it ran (replace this build only with a validation mean at least as high *and* a higher "
         "validation EvidenceRecall@10): it raised EvidenceRecall@10 on the six validation sets from 58.9 to 92.5 "
         "(untrained 86.8) but cut the mean from 0.649 to 0.493, so this build stays; supporting context and the right "
-        "copy's answer trade against each other through τ_T here (record: "
+        "copy's answer trade against each other through τ_T here (a weight average, 0.7 × this build + 0.3 × build 11, "
+        "lands between: mean 0.624, EvidenceRecall@10 72.7; record: "
         "`scripts/default_model_run/build11_candidate.json`)."]
 
 
