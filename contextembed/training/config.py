@@ -16,8 +16,9 @@ from contextembed.training.data import TRAINING_CHUNKERS
 _INT, _FLOAT, _BOOL = (int,), (int, float), (bool,)
 POSITIVE_INTS = ("max_steps", "batch_size", "lora_rank", "save_steps", "soup_size", "top_n", "max_document_tokens",
                  "keep_chars", "logging_steps")
-POSITIVE_FLOATS = ("learning_rate", "lora_alpha", "temperature", "teacher_temperature")
-NON_NEGATIVE_FLOATS = ("weight_decay", "doc_weight", "dist_weight", "evidence_weight", "keep_weight")
+POSITIVE_FLOATS = ("learning_rate", "lora_alpha", "temperature", "teacher_temperature", "within_teacher_temperature")
+NON_NEGATIVE_FLOATS = ("weight_decay", "doc_weight", "dist_weight", "evidence_weight", "keep_weight",
+                       "within_weight")
 FRACTIONS = ("warmup_ratio", "decay_ratio", "qat_fraction")
 
 
@@ -42,6 +43,9 @@ class TrainConfig:
     teacher_temperature: float = 0.1
     top_n: int = 8
     evidence_weight: float = 0.5
+    # L_within: the teacher's order of the positive document's own chunks, at its own softer temperature
+    within_weight: float = 0.0
+    within_teacher_temperature: float = 0.2
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
     source_repeats: dict[str, int] = field(default_factory=dict)  # a source's batches this many times per epoch

@@ -5,6 +5,8 @@
 - L_dist: forward KL from a teacher's chunk distribution to the student's. The teacher's chunk relevance
   r_j is the mean of the top-n token scores inside chunk j; p_T = softmax(r / τ_T) over the positive
   document's chunks (zero elsewhere); p_S = softmax(q·c / τ) over every chunk of every document in the batch.
+- L_within (optional): the same teacher at a softer τ_T against the student's softmax over the positive
+  document's chunks alone, so the supporting context keeps its place inside its document.
 - int8 quantisation-aware training: the deterministic int8 scheme of the checkpoint, with a straight-through
   gradient.
 
@@ -89,6 +91,35 @@ def distillation_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: 
     positive_student = student.reshape(n_queries, n_docs, n_chunks)[torch.arange(n_queries), positives]  # (Q, C)
     teacher = torch.softmax(relevance / teacher_temperature, dim=-1)  # (Q, C); exactly 0 where relevance is -inf
     terms = teacher * (torch.log(teacher.clamp(min=1e-12)) - positive_student)
+    return terms.where(teacher > 0, torch.zeros_like(terms)).sum(-1).mean()
+
+
+def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: torch.Tensor,
+                          temperature: torch.Tensor | float, teacher_temperature: float) -> torch.Tensor:
+    """L_within = KL(p_T ‖ p_S), with the student's softmax over the positive document's own chunks only.
+
+    L_dist's student distribution spans every chunk of the batch, so at a sharp τ_T its gradient pushes down the
+    chunks that compete most with the answer: the supporting context, first of all. This term orders the positive
+    document's chunks among themselves (answer, then evidence, then the rest) at its own, softer τ_T, and says
+    nothing about other documents: a shift of all of one document's scores leaves it unchanged.
+
+    Args: as `distillation_loss`.
+
+    >>> s = torch.tensor([[[2.0, 0.0], [5.0, float("-inf")]]])        # the other document's 5.0 plays no part
+    >>> r = torch.tensor([[2.0, 0.0]])
+    >>> p_s = torch.softmax(torch.tensor([2.0, 0.0]), 0)
+    >>> p_t = torch.softmax(torch.tensor([1.0, 0.0]), 0)               # τ_T = 2
+    >>> expected = (p_t * (p_t.log() - p_s.log())).sum()
+    >>> bool(torch.isclose(within_document_loss(s, torch.tensor([0]), r, 1.0, 2.0), expected))
+    True
+    >>> float(within_document_loss(s + 3.0, torch.tensor([0]), r, 1.0, 2.0)) == float(within_document_loss(
+    ...     s, torch.tensor([0]), r, 1.0, 2.0))
+    True
+    """
+    positive = scores[torch.arange(scores.shape[0]), positives]  # (Q, C), -inf on padding
+    student = torch.log_softmax(positive / temperature, dim=-1)
+    teacher = torch.softmax(relevance / teacher_temperature, dim=-1)
+    terms = teacher * (torch.log(teacher.clamp(min=1e-12)) - student)
     return terms.where(teacher > 0, torch.zeros_like(terms)).sum(-1).mean()
 
 

@@ -1,6 +1,6 @@
 """The model being trained: the checkpoint's model with LoRA adapters, a trainable separator row and the loss
-(`doc_weight · L_doc + dist_weight · L_dist` over the Matryoshka dims, int8 QAT when on, `keep_weight · L_keep`) in
-its forward, so transformers' `Trainer` runs it as it is.
+(`doc_weight · L_doc + dist_weight · L_dist` over the Matryoshka dims, `within_weight · L_within` and
+`keep_weight · L_keep` when on, int8 QAT when on) in its forward, so transformers' `Trainer` runs it as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from contextembed.training.losses import (
     document_loss,
     fake_quantize_int8,
     keep_loss,
+    within_document_loss,
 )
 
 
@@ -81,7 +82,7 @@ class ContextTrainingModel(nn.Module):
             config.window_head_tokens = carried
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
-        doc_losses, dist_losses = [], []
+        doc_losses, dist_losses, within_losses = [], [], []
         for dim in self.dims:
             c, q = cut_and_normalize(chunks, dim), cut_and_normalize(query_vectors, dim)
             if self.quantize:
@@ -91,9 +92,16 @@ class ContextTrainingModel(nn.Module):
             doc_losses.append(document_loss(scores, positives, self.temperature))
             dist_losses.append(distillation_loss(scores, positives, relevance, self.temperature,
                                                  self.config.teacher_temperature))
+            if self.config.within_weight > 0:
+                within_losses.append(within_document_loss(scores, positives, relevance, self.temperature,
+                                                          self.config.within_teacher_temperature))
         l_doc, l_dist = torch.stack(doc_losses).mean(), torch.stack(dist_losses).mean()
         loss = self.config.doc_weight * l_doc + self.config.dist_weight * l_dist
         parts = {"l_doc": l_doc.detach(), "l_dist": l_dist.detach()}
+        if within_losses:
+            l_within = torch.stack(within_losses).mean()
+            loss = loss + self.config.within_weight * l_within
+            parts["l_within"] = l_within.detach()
         if plain is not None:
             l_keep = self._keep(plain, query_vectors, queries)
             loss = loss + self.config.keep_weight * l_keep

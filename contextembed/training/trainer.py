@@ -5,6 +5,7 @@ vector; the rest of the embedding matrix stays frozen), a projection if the chec
 the temperature. Each step is one batch of documents from one family, chunked by a strategy drawn for that
 batch; documents longer than the window train through the same windows (and head carry) as inference.
 The loss is `doc_weight · L_doc + dist_weight · L_dist`, averaged over the Matryoshka dims, plus
+`within_weight · L_within` (the positive document's own chunks in the teacher's order) and
 `keep_weight · L_keep` when on (the starting model's plain whole-document ranking of the batch, kept); in the last
 `qat_fraction` of the steps both queries and chunks pass through the int8 scheme with a straight-through
 gradient. The result is a soup (the average of the last checkpoints' trained weights), saved both as a full
@@ -119,12 +120,12 @@ def _training_arguments(config: TrainConfig, output_dir: Path) -> TrainingArgume
 
 
 class LossPartsTrainer(Trainer):
-    """`Trainer` that logs the loss parts (L_doc, L_dist, L_keep when on) beside the total loss."""
+    """`Trainer` that logs the loss parts (L_doc, L_dist, L_within and L_keep when on) beside the total loss."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         outputs = model(**inputs)
         parts = getattr(self, "_parts", {})
-        for name in ("l_doc", "l_dist", "l_keep"):
+        for name in ("l_doc", "l_dist", "l_within", "l_keep"):
             if name in outputs:
                 parts.setdefault(name, []).append(float(outputs[name]))
         self._parts = parts

@@ -22,6 +22,7 @@ from contextembed.training.losses import (
     distillation_loss,
     document_loss,
     fake_quantize_int8,
+    within_document_loss,
 )
 
 QUERIES = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # (Q=2, D=2)
@@ -59,6 +60,36 @@ def test_distillation_is_zero_when_the_student_matches_the_teacher():
     assert distillation_loss(scores, torch.tensor([0]), scores[:, 0] * 2.0, 0.5, 1.0).item() == pytest.approx(0.0,
                                                                                                              abs=1e-7)
     assert distillation_loss(scores, torch.tensor([0]), scores[:, 0], 0.5, 1.0).item() > 0.01
+
+
+def test_within_document_loss_by_hand():
+    scores = chunk_scores(QUERIES, CHUNKS, MASK)
+    relevance = torch.tensor([[1.0, 0.75, 0.0], [0.0, 1.0, float("-inf")]])
+    total = 0.0
+    for q in range(2):
+        own = [float(s) for s in scores[q, POSITIVES[q]] if s > float("-inf")]  # the positive's chunks only
+        log_z = math.log(sum(math.exp(s / 0.5) for s in own))
+        r = [float(x) for x in relevance[q] if x > float("-inf")]
+        z_t = sum(math.exp(x / 0.2) for x in r)
+        total += sum(math.exp(x / 0.2) / z_t * (math.log(math.exp(x / 0.2) / z_t) - (s / 0.5 - log_z))
+                     for x, s in zip(r, own))
+    assert within_document_loss(scores, POSITIVES, relevance, 0.5, 0.2).item() == pytest.approx(total / 2, abs=1e-6)
+
+
+def test_within_document_loss_ignores_other_documents():
+    """Other documents' chunks get no gradient and cannot change the term; L_dist, over the whole batch, does
+    push them down: the difference this term exists for."""
+    scores = chunk_scores(QUERIES, CHUNKS, MASK).requires_grad_(True)
+    relevance = torch.tensor([[1.0, 0.75, 0.0], [0.0, 1.0, float("-inf")]])
+    within_document_loss(scores, POSITIVES, relevance, 0.5, 0.2).backward()
+    assert torch.all(scores.grad[0, 1] == 0) and torch.all(scores.grad[1, 0] == 0)
+    assert torch.any(scores.grad[0, 0] != 0)
+    shifted = scores.detach().clone()
+    shifted[0, 1] += 5.0  # another document's chunks score far higher for query 0
+    assert within_document_loss(shifted, POSITIVES, relevance, 0.5, 0.2).item() == pytest.approx(
+        within_document_loss(scores.detach(), POSITIVES, relevance, 0.5, 0.2).item(), abs=1e-6)
+    assert distillation_loss(shifted, POSITIVES, relevance, 0.5, 0.2) > distillation_loss(
+        scores.detach(), POSITIVES, relevance, 0.5, 0.2)
 
 
 def test_chunk_relevance_is_the_mean_of_the_top_n_token_scores():

@@ -181,6 +181,30 @@ def test_the_keep_loss_compares_with_the_starting_model(built):
     assert model.separator.grad is not None
 
 
+def test_the_within_document_term_is_added_and_reported(built):
+    """With within_weight on, the loss is L_doc + L_dist + within_weight · L_within, the part logged beside them."""
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.batches import BatchCollator
+    from contextembed.training.model import ContextTrainingModel
+
+    documents, _, _ = tiny_family()
+    outputs = {}
+    for weight in (0.0, 2.0):
+        config = TrainConfig(lora_rank=4, within_weight=weight, chunking_weights={"sentences": 1.0})
+        torch.manual_seed(0)
+        model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
+        batch = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)(
+            [{"documents": [0, 1, 2], "seed": 0}])
+        with torch.no_grad():
+            outputs[weight] = model(**batch)
+    assert "l_within" not in outputs[0.0]
+    with_term = outputs[2.0]
+    assert with_term["l_within"] > 0
+    assert with_term["loss"].item() == pytest.approx(
+        (with_term["l_doc"] + with_term["l_dist"] + 2.0 * with_term["l_within"]).item(), rel=1e-5)
+    assert with_term["l_doc"].item() == pytest.approx(outputs[0.0]["l_doc"].item(), rel=1e-5)
+
+
 def test_source_repeats_add_passes_over_one_source():
     from contextembed.training.batches import PlannedBatches
 
