@@ -89,9 +89,7 @@ def distillation_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: 
     n_queries, n_docs, n_chunks = scores.shape
     student = torch.log_softmax((scores / temperature).reshape(n_queries, -1), dim=-1)  # (Q, B*C)
     positive_student = student.reshape(n_queries, n_docs, n_chunks)[torch.arange(n_queries), positives]  # (Q, C)
-    teacher = torch.softmax(relevance / teacher_temperature, dim=-1)  # (Q, C); exactly 0 where relevance is -inf
-    terms = teacher * (torch.log(teacher.clamp(min=1e-12)) - positive_student)
-    return terms.where(teacher > 0, torch.zeros_like(terms)).sum(-1).mean()
+    return _teacher_kl(relevance, teacher_temperature, positive_student)
 
 
 def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: torch.Tensor,
@@ -117,7 +115,12 @@ def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevanc
     True
     """
     positive = scores[torch.arange(scores.shape[0]), positives]  # (Q, C), -inf on padding
-    student = torch.log_softmax(positive / temperature, dim=-1)
+    return _teacher_kl(relevance, teacher_temperature, torch.log_softmax(positive / temperature, dim=-1))
+
+
+def _teacher_kl(relevance: torch.Tensor, teacher_temperature: float, student: torch.Tensor) -> torch.Tensor:
+    """KL(softmax(relevance / τ_T) ‖ p_S) over the positive's chunks, averaged over queries; `student` is log p_S
+    there, (Q, C). Chunks with relevance -inf have teacher mass exactly 0 and add nothing, whatever the student."""
     teacher = torch.softmax(relevance / teacher_temperature, dim=-1)
     terms = teacher * (torch.log(teacher.clamp(min=1e-12)) - student)
     return terms.where(teacher > 0, torch.zeros_like(terms)).sum(-1).mean()
