@@ -46,6 +46,7 @@ class TrainConfig:
     # L_within: the teacher's order of the positive document's own chunks, at its own softer temperature
     within_weight: float = 0.0
     within_teacher_temperature: float = 0.2
+    within_skip_answer: bool = False  # L_within over the chunks other than the answer (evidence against the rest)
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
     source_repeats: dict[str, int] = field(default_factory=dict)  # a source's batches this many times per epoch
@@ -93,7 +94,7 @@ class TrainConfig:
             _check(self, name, _FLOAT, lambda v: v >= 0, "a number >= 0")
         for name in FRACTIONS:
             _check(self, name, _FLOAT, lambda v: 0 <= v <= 1, "a number in [0, 1]")
-        for name in ("learn_temperature", "bf16"):
+        for name in ("learn_temperature", "bf16", "within_skip_answer"):
             _check(self, name, _BOOL, lambda v: True, "true or false")
         if self.max_minutes is not None:
             _check(self, "max_minutes", _FLOAT, lambda v: v > 0, "a positive number of minutes (or null)")

@@ -93,7 +93,8 @@ def distillation_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: 
 
 
 def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: torch.Tensor,
-                          temperature: torch.Tensor | float, teacher_temperature: float) -> torch.Tensor:
+                          temperature: torch.Tensor | float, teacher_temperature: float,
+                          skip_answer: bool = False) -> torch.Tensor:
     """L_within = KL(p_T ‖ p_S), with the student's softmax over the positive document's own chunks only.
 
     L_dist's student distribution spans every chunk of the batch, so at a sharp τ_T its gradient pushes down the
@@ -101,7 +102,10 @@ def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevanc
     document's chunks among themselves (answer, then evidence, then the rest) at its own, softer τ_T, and says
     nothing about other documents: a shift of all of one document's scores leaves it unchanged.
 
-    Args: as `distillation_loss`.
+    Args: as `distillation_loss`, and
+        skip_answer: leave out the chunks at the teacher's top relevance (the answer) on both sides, so the term
+            orders the supporting context against the rest and puts no pressure on the answer's own margin,
+            which L_dist keeps. A query left with no other chunk adds nothing.
 
     >>> s = torch.tensor([[[2.0, 0.0], [5.0, float("-inf")]]])        # the other document's 5.0 plays no part
     >>> r = torch.tensor([[2.0, 0.0]])
@@ -113,8 +117,22 @@ def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevanc
     >>> float(within_document_loss(s + 3.0, torch.tensor([0]), r, 1.0, 2.0)) == float(within_document_loss(
     ...     s, torch.tensor([0]), r, 1.0, 2.0))
     True
+    >>> s3 = torch.tensor([[[9.0, 1.0, 0.0]]])                          # the answer's 9.0 is left out
+    >>> r3 = torch.tensor([[1.0, 0.5, 0.0]])
+    >>> p_s, p_t = torch.softmax(torch.tensor([1.0, 0.0]), 0), torch.softmax(torch.tensor([0.5, 0.0]), 0)
+    >>> expected = (p_t * (p_t.log() - p_s.log())).sum()
+    >>> bool(torch.isclose(within_document_loss(s3, torch.tensor([0]), r3, 1.0, 1.0, skip_answer=True), expected))
+    True
     """
     positive = scores[torch.arange(scores.shape[0]), positives]  # (Q, C), -inf on padding
+    if skip_answer:
+        rest = (relevance < relevance.max(dim=-1, keepdim=True).values) & torch.isfinite(relevance)
+        minus_inf = torch.full_like(relevance, float("-inf"))
+        relevance, positive = relevance.where(rest, minus_inf), positive.where(rest, minus_inf.to(positive.dtype))
+        ordered = rest.sum(-1) >= 2  # one chunk left has nothing to order; none left has no distribution
+        if not ordered.any():
+            return scores.new_zeros(())
+        relevance, positive = relevance[ordered], positive[ordered]
     return _teacher_kl(relevance, teacher_temperature, torch.log_softmax(positive / temperature, dim=-1))
 
 

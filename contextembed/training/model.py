@@ -94,7 +94,8 @@ class ContextTrainingModel(nn.Module):
                                                  self.config.teacher_temperature))
             if self.config.within_weight > 0:
                 within_losses.append(within_document_loss(scores, positives, relevance, self.temperature,
-                                                          self.config.within_teacher_temperature))
+                                                          self.config.within_teacher_temperature,
+                                                          skip_answer=self.config.within_skip_answer))
         l_doc, l_dist = torch.stack(doc_losses).mean(), torch.stack(dist_losses).mean()
         loss = self.config.doc_weight * l_doc + self.config.dist_weight * l_dist
         parts = {"l_doc": l_doc.detach(), "l_dist": l_dist.detach()}

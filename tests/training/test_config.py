@@ -45,6 +45,7 @@ BAD_CONFIGS = {
     "all chunking weights zero": ({"chunking_weights": {"sentences": 0}}, "not all zero"),
     "max steps bool": ({"max_steps": True}, "max_steps must be a positive integer, got True"),
     "bf16 text": ({"bf16": "yes"}, "bf16 must be true or false"),
+    "skip answer number": ({"within_skip_answer": 1}, "within_skip_answer must be true or false, got 1"),
     "fraction above one": ({"qat_fraction": 1.5}, r"qat_fraction must be a number in \[0, 1\]"),
     "matryoshka dims": ({"matryoshka_dims": [0]}, "matryoshka_dims must be a non-empty list of positive integers"),
     "head choices": ({"window_head_choices": [32, -1]}, r"window_head_choices must be a list of integers >= 0"),

@@ -92,6 +92,41 @@ def test_within_document_loss_ignores_other_documents():
         scores.detach(), POSITIVES, relevance, 0.5, 0.2)
 
 
+def test_within_document_loss_can_leave_the_answer_out():
+    """With skip_answer the answer's chunk gets no gradient and its score cannot change the term; the other chunks
+    are ordered as the teacher orders them, by hand over what is left."""
+    scores = torch.tensor([[[3.0, 1.0, 0.2, 0.0]], [[0.5, 2.0, 1.0, float("-inf")]]], requires_grad=True)
+    relevance = torch.tensor([[1.0, 0.75, 0.1, 0.0], [0.0, 1.0, 0.75, float("-inf")]])
+    positives = torch.tensor([0, 0])
+    loss = within_document_loss(scores, positives, relevance, 0.5, 0.2, skip_answer=True)
+    total = 0.0
+    for own, r in (([1.0, 0.2, 0.0], [0.75, 0.1, 0.0]), ([0.5, 1.0], [0.0, 0.75])):  # the answer left out
+        log_z = math.log(sum(math.exp(s / 0.5) for s in own))
+        z_t = sum(math.exp(x / 0.2) for x in r)
+        total += sum(math.exp(x / 0.2) / z_t * (math.log(math.exp(x / 0.2) / z_t) - (s / 0.5 - log_z))
+                     for x, s in zip(r, own))
+    assert loss.item() == pytest.approx(total / 2, abs=1e-6)
+    loss.backward()
+    assert scores.grad[0, 0, 0] == 0 and scores.grad[1, 0, 1] == 0  # the answers
+    assert scores.grad[0, 0, 1] != 0 and scores.grad[1, 0, 2] != 0
+    moved = scores.detach().clone()
+    moved[0, 0, 0], moved[1, 0, 1] = -4.0, 9.0
+    assert within_document_loss(moved, positives, relevance, 0.5, 0.2, skip_answer=True).item() == pytest.approx(
+        loss.item(), abs=1e-6)
+    assert within_document_loss(moved, positives, relevance, 0.5, 0.2).item() != pytest.approx(
+        within_document_loss(scores.detach(), positives, relevance, 0.5, 0.2).item(), abs=1e-3)
+
+
+def test_within_document_loss_without_other_chunks_is_zero_not_nan():
+    """A document that is its answer and padding has nothing to order: the term is 0 and adds no NaN gradient."""
+    scores = torch.tensor([[[2.0, float("-inf")]]], requires_grad=True)
+    relevance = torch.tensor([[1.0, float("-inf")]])
+    loss = within_document_loss(scores, torch.tensor([0]), relevance, 0.5, 0.2, skip_answer=True)
+    assert loss.item() == 0.0
+    (loss + scores[0, 0, 0]).backward()
+    assert torch.isfinite(scores.grad).all()
+
+
 def test_chunk_relevance_is_the_mean_of_the_top_n_token_scores():
     scores = torch.tensor([1.0, 0.5, 0.0, 0.0, 0.5, 0.5, 0.5])
     owners = torch.tensor([0, 0, 0, 0, 1, 1, -1])

@@ -189,14 +189,17 @@ def test_the_within_document_term_is_added_and_reported(built):
 
     documents, _, _ = tiny_family()
     outputs = {}
-    for weight in (0.0, 2.0):
-        config = TrainConfig(lora_rank=4, within_weight=weight, chunking_weights={"sentences": 1.0})
+    for weight, skip in ((0.0, False), (2.0, False), (2.0, True)):
+        config = TrainConfig(lora_rank=4, within_weight=weight, within_skip_answer=skip,
+                             chunking_weights={"sentences": 1.0})
         torch.manual_seed(0)
         model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
         batch = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)(
             [{"documents": [0, 1, 2], "seed": 0}])
         with torch.no_grad():
-            outputs[weight] = model(**batch)
+            outputs[weight if not skip else "skip"] = model(**batch)
+    assert outputs["skip"]["l_within"].item() != pytest.approx(outputs[2.0]["l_within"].item(), rel=1e-4)
+    assert outputs["skip"]["l_dist"].item() == pytest.approx(outputs[2.0]["l_dist"].item(), rel=1e-5)
     assert "l_within" not in outputs[0.0]
     with_term = outputs[2.0]
     assert with_term["l_within"] > 0
