@@ -298,7 +298,11 @@ def training_summary() -> list[str]:
         "the positive document's own chunks, so the evidence is ordered inside its document without other documents' "
         "scores), under the same rule written before it ran: validation EvidenceRecall@10 58.9 → 82.3, Document@1 "
         "within 2 points of this build on every set, but the mean 0.649 → 0.604, so this build stays (record: "
-        "`scripts/default_model_run/build12_candidate.json`)."]
+        "`scripts/default_model_run/build12_candidate.json`). **A third**: build 13, build 12 with the answer's chunks "
+        "left out of L_within (`within_skip_answer`), so the term ordered only the evidence against the rest: "
+        "validation EvidenceRecall@10 58.9 → 97.4 (AllEvidence@10 long family 12.5 → 100), but the right copy's "
+        "answer fell behind its own evidence (mean 0.649 → 0.411; held-out near 65.6 → 20.0), so this build stays "
+        "(record: `scripts/default_model_run/build13_candidate.json`)."]
 
 
 def main() -> None:
