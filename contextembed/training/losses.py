@@ -104,8 +104,9 @@ def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevanc
 
     Args: as `distillation_loss`, and
         skip_answer: leave out the chunks at the teacher's top relevance (the answer) on both sides, so the term
-            orders the supporting context against the rest and puts no pressure on the answer's own margin,
-            which L_dist keeps. A query left with no other chunk adds nothing.
+            orders the supporting context against the rest and says nothing of the answer's margin. Build 13
+            showed L_dist alone does not keep that margin (the evidence overtook the answer), so it is off by
+            default. The mean runs over the queries with two or more chunks left; the others add nothing.
 
     >>> s = torch.tensor([[[2.0, 0.0], [5.0, float("-inf")]]])        # the other document's 5.0 plays no part
     >>> r = torch.tensor([[2.0, 0.0]])
