@@ -41,11 +41,23 @@ choose anything in this build (see how it was trained)."""
 
 VALIDATION_SETS = ("heldout-source", "heldout-generator", "long-family", "heldout-faq", "handwritten-near",
                    "handwritten-far")
-PREVIOUS = (("build7", "build 7"), ("build8", "build 8"))  # earlier defaults, loadable by name
-VALIDATION_MODELS = (("untrained", "untrained"), *PREVIOUS, ("trained", "default"))
+PREVIOUS = (("build7", "build 7"), ("build8", "build 8"), ("build10", "build 10"))  # earlier defaults, loadable by name
+# The validation sets are measured on the default, the default it replaced and the untrained baseline (builds 7 and 8:
+# their figures are in the cards they shipped with).
+VALIDATION_MODELS = (("untrained", "untrained"), ("build10", "build 10"), ("trained", "default"))
 KINDS = (("named", "entity named once"), ("alias", "alias"), ("version", "version number"),
          ("people", "pronoun, several people"), ("scoped", "condition / section scope"),
          ("dated", "date (held-out generator)"))
+# How build 14 replaced build 10 (scripts/default_model_run/build14_candidate.json holds every figure).
+REPLACED = (
+    "under the same rule, written before it ran, it passed on the validation sets: decision mean 0.649 → 0.661, "
+    "EvidenceRecall@10 58.9 → 68.2 (AllEvidence@10 hand-written far 3.0 → 22.0), Document@1 within 1.5 points of "
+    "build 10 on every set, so it replaced build 10, which stays loadable by name. The delta shipped is a rerun of "
+    "the recipe from the committed scripts and config (seed 0; the first run's delta, which had passed with 0.655 and "
+    "68.1, did not survive its machine, and the rerun differs from it in the last digits of its losses because the "
+    "library versions differ); the rebuilt validation sets give build 10 exactly its recorded figures. The shipped "
+    "sets, the leases and the guard set were measured after the decision and chose nothing."
+)
 HANDWRITTEN_KINDS = (("entity", "entity (\"the company\")"), ("alias", "alias"), ("version", "version (\"this version\")"),
                      ("pronoun", "pronoun, three women named"), ("condition", "condition (\"these rules\")"))
 
@@ -247,12 +259,15 @@ def training_summary() -> list[str]:
     source_repeats = ", ".join(f"{name} ×{n}" for name, n in config.get("source_repeats", {}).items()) or "none"
     keep = (f", plus L_keep (weight {config['keep_weight']}: the starting model's ranking of each batch's documents "
             "encoded whole, kept as a KL target against forgetting plain retrieval)" if config.get("keep_weight") else "")
+    within = (f", plus L_within (weight {config['within_weight']}, τ_T {config['within_teacher_temperature']}: the "
+              "teacher's order of the positive document's own chunks, answer included)" if config.get("within_weight")
+              else "")
     return [
         f"Trained by `scripts/train_default_model.py` (seed {config['seed']}): {done} steps of "
         f"{config['batch_size']} documents in {final['train_runtime'] / 60:.0f} minutes on 2 CPU cores (bf16 "
         f"autocast), LoRA rank {config['lora_rank']} on every linear layer plus the separator row; {schedule}; "
         f"τ = {config['temperature']}, τ_T = {config['teacher_temperature']}, top-{config['top_n']} token scores, "
-        f"Matryoshka {config['matryoshka_dims']}, L_doc + L_dist{keep}, "
+        f"Matryoshka {config['matryoshka_dims']}, L_doc + L_dist{keep}{within}, "
         f"a soup of the last {config['soup_size']} checkpoints. Loss {first['loss']:.3f} → {last['loss']:.3f} "
         f"(L_doc {first['l_doc']:.3f} → {last['l_doc']:.3f}, L_dist {first['l_dist']:.3f} → {last['l_dist']:.3f}). "
         f"Data ({sum(manifest['documents'].values()):,} documents: "
@@ -275,34 +290,26 @@ def training_summary() -> list[str]:
         "stays second to the answer instead of being pushed down with every other chunk; opening tokens carried into "
         f"later windows drawn per batch from {config.get('window_head_choices')}. Evaluation documents were "
         f"excluded by id and by MinHash ({len(manifest['excluded_near_duplicates'])} further near duplicates found). "
-        "**What was chosen on what**: this build's data and weights were chosen from failures seen on the validation "
-        "sets (the hand-written families and held-out FAQ pages among them) and on defects (the \"10.\" chunk). Two "
-        "candidates were trained by this recipe: build 9 (720 steps, τ_T 0.1, queries of 3–6 words) and this build "
-        f"(source repeats {source_repeats}: the Python-docs sections seen twice; τ_T {config['teacher_temperature']}, queries of 2–6 "
-        "words, because build 9's natural questions over held-out FAQ pages were no better than build 8's). A rule "
-        "written down before this build's results existed chose between them on this build's validation sets alone: the mean "
-        "of handwritten-near and handwritten-far Answer@1, held-out near and far Answer@1, long-family Answer@1 and "
-        "held-out FAQ Answer@10 — build 9 0.582, this build 0.640. The same mean chose "
+        "**What was chosen on what**: build 10's data and weights were chosen from failures seen on the validation "
+        "sets (the hand-written families and held-out FAQ pages among them) and on defects (the \"10.\" chunk); build "
+        f"10 (source repeats {source_repeats}: the Python-docs sections seen twice; τ_T {config['teacher_temperature']}, "
+        "queries of 2–6 words) was chosen over build 9 by a rule written before its results existed, on its validation "
+        "sets alone: the mean of handwritten-near and handwritten-far Answer@1, held-out near and far Answer@1, "
+        "long-family Answer@1 and held-out FAQ Answer@10 (build 9 0.582, build 10 0.640). The same mean chose "
         f"`window_head_tokens` ({window_head}) among the amounts it trained with: 32 → 0.640, 48 → 0.649, 64 → 0.623 "
-        "(`scripts/choose_window_head.py`, record: `scripts/default_model_run/window_head_choice.json`). The loss weights, schedule and LoRA settings "
-        "are build 7's, which were chosen over four runs on the *reported* sets, as its card said; nothing in this "
-        "build was tuned on the shipped sets, the leases or the guard set. **A candidate that did not ship**: build "
-        "11, this recipe with τ_T 0.2 (each evidence chunk ~0.3 of the answer's target mass instead of ~0.03), under a "
-        "rule written before it ran (replace this build only with a validation mean at least as high *and* a higher "
-        "validation EvidenceRecall@10): it raised EvidenceRecall@10 on the six validation sets from 58.9 to 92.5 "
-        "(untrained 86.8) but cut the mean from 0.649 to 0.493, so this build stays; supporting context and the right "
-        "copy's answer trade against each other through τ_T here (a weight average, 0.7 × this build + 0.3 × build 11, "
-        "lands between: mean 0.624, EvidenceRecall@10 72.7; record: "
-        "`scripts/default_model_run/build11_candidate.json`). **A second that did not ship**: build 12, this recipe "
-        "(τ_T 0.07) plus a within-document term (L_within, weight 1.0: the teacher at τ_T 0.2 against a softmax over "
-        "the positive document's own chunks, so the evidence is ordered inside its document without other documents' "
-        "scores), under the same rule written before it ran: validation EvidenceRecall@10 58.9 → 82.3, Document@1 "
-        "within 2 points of this build on every set, but the mean 0.649 → 0.604, so this build stays (record: "
-        "`scripts/default_model_run/build12_candidate.json`). **A third**: build 13, build 12 with the answer's chunks "
-        "left out of L_within (`within_skip_answer`), so the term ordered only the evidence against the rest: "
-        "validation EvidenceRecall@10 58.9 → 97.4 (AllEvidence@10 long family 12.5 → 100), but the right copy's "
-        "answer fell behind its own evidence (mean 0.649 → 0.411; held-out near 65.6 → 20.0), so this build stays "
-        "(record: `scripts/default_model_run/build13_candidate.json`)."]
+        "(`scripts/choose_window_head.py`, record: `scripts/default_model_run/window_head_choice.json`). The loss "
+        "weights, schedule and LoRA settings are build 7's, which were chosen over four runs on the *reported* sets, as "
+        "its card said; nothing since build 7 was tuned on the shipped sets, the leases or the guard set. Four "
+        "candidates then tried to win back the supporting context that training costs (EvidenceRecall@10), each under a "
+        "rule written before it ran: replace build 10 only with a validation mean at least as high *and* a higher "
+        "validation EvidenceRecall@10 (mean over the validation sets). Build 11 (τ_T 0.2): EvidenceRecall@10 58.9 → "
+        "92.5 but the mean 0.649 → 0.493, not shipped. Build 12 (τ_T 0.07 plus a within-document term, L_within, "
+        "weight 1.0: the teacher at τ_T 0.2 against a softmax over the positive document's own chunks, so the evidence "
+        "is ordered inside its document without other documents' scores): 82.3, mean 0.604, not shipped. Build 13 "
+        "(build 12 with the answer left out of L_within): 97.4, mean 0.411, not shipped. **Build 14, this build**: "
+        f"build 12 with L_within at τ_T {config.get('within_teacher_temperature')} instead of 0.2 (the answer asked to "
+        "be ~12 times as likely as each evidence chunk, not ~3.5): " + REPLACED + " Records: "
+        "`scripts/default_model_run/build11_candidate.json` to `build14_candidate.json`."]
 
 
 def main() -> None:
@@ -316,9 +323,9 @@ def main() -> None:
     text = [INTRO, "", "<!-- evaluate:begin -->", table, "<!-- evaluate:end -->", "",
             "**The default model vs its untrained baseline and the previous defaults** (the same sets; the baseline "
             "is `contextembed.load(\"contextembed-all-MiniLM-L6-v2-untrained\")`, MiniLM wrapped for late chunking "
-            "before training, carrying the same opening into later windows; builds 7 and 8 are "
-            "`contextembed.load(\"contextembed-all-MiniLM-L6-v2-build7\")` and `...-build8`; the default model in "
-            "bold):", "",
+            "before training, carrying the same opening into later windows; builds 7, 8 and 10 are "
+            "`contextembed.load(\"contextembed-all-MiniLM-L6-v2-build7\")`, `...-build8` and `...-build10`; the "
+            "default model in bold):", "",
             *comparison(trained, int8, untrained, previous), "",
             HELD_OUT_INTRO, "", *held_out_tables(args.folder), "",
             "**Targets of this build** (held-out figures from the validation sets above, the rest from the shipped "
