@@ -36,14 +36,27 @@ def store(kind, tmp_path, pg_folder):
         yield opened
 
 
-def assert_same_ranking(ids_a, scores_a, ids_b, scores_b, tolerance=1e-5):
-    """Identical order, except that items whose scores are within `tolerance` may swap."""
+def assert_same_ranking(ids_a, scores_a, ids_b, scores_b, tolerance=1e-5, exact=None):
+    """Identical order, except that items whose scores are within `tolerance` may swap. With `exact` (every item's
+    exact score), an item outside `ids_b` may stand where its score ties the one there: a tie at the cut-off
+    (int8 scores are integers and tie often) lets either side keep either item."""
     assert len(ids_a) == len(ids_b)
     np.testing.assert_allclose(scores_a, scores_b, atol=tolerance)
-    for a, b, score in zip(ids_a, ids_b, scores_a):
+    for a, b, score in zip(ids_a, ids_b, scores_b):
         if a != b:
             tied = [i for i, s in zip(ids_b, scores_b) if abs(s - score) <= tolerance]
-            assert a in tied, f"{a} ranks where {b} does, and their scores are not tied"
+            at_cut = exact is not None and a not in ids_b and abs(exact[a] - scores_b[-1]) <= tolerance
+            assert a in tied or at_cut and abs(exact[a] - score) <= tolerance, (
+                f"{a} ranks where {b} does, and their scores are not tied")
+
+
+def test_a_tie_at_the_cut_off_may_bring_either_item_but_nothing_else():
+    exact = {"a": 3.0, "b": 2.0, "c": 2.0, "d": 1.0}
+    assert_same_ranking(["a", "c"], [3.0, 2.0], ["a", "b"], [3.0, 2.0], exact=exact)  # b and c tie at the cut
+    with pytest.raises(AssertionError, match="not tied"):
+        assert_same_ranking(["a", "d"], [3.0, 2.0], ["a", "b"], [3.0, 2.0], exact=exact)  # d scores 1, not 2
+    with pytest.raises(AssertionError, match="not tied"):
+        assert_same_ranking(["a", "c"], [3.0, 2.0], ["a", "b"], [3.0, 2.0])  # without exact scores, no outsider
 
 
 # int8 codes: Qdrant only (LanceDB and pgvector keep float32 and refuse codes: test_stores_without_int8_say_so)
@@ -60,10 +73,14 @@ def test_the_recipes_set_through_a_store_ranks_as_exact_search(kind, recipes, tm
         doc_of_row = np.repeat(np.arange(len(vectors)), [len(v) for v in vectors])
         row_names = [(i, j) for i, v in zip(recipes.ids, vectors) for j in range(len(v))]
         found = exact_search(queries, flat, doc_of_row, top_k_documents=10, top_k_chunks=10, precision=precision)
+        wide = np.int64 if precision == "int8" else np.float64
         for q, query in enumerate(queries):
+            row_scores = flat.astype(wide) @ np.asarray(query).astype(wide)  # every chunk's exact score
+            doc_scores = {i: float(row_scores[doc_of_row == d].max()) for d, i in enumerate(recipes.ids)}
             documents = store.search_documents(query, k=10)
             assert_same_ranking([h.document for h in documents], [h.score for h in documents],
-                                [recipes.ids[d] for d in found.doc_ids[q]], found.doc_scores[q].astype(float))
+                                [recipes.ids[d] for d in found.doc_ids[q]], found.doc_scores[q].astype(float),
+                                exact=doc_scores)
             for hit, row in zip(documents, found.doc_best_chunks[q]):  # the best chunk comes back with its text
                 if hit.document == row_names[row][0]:
                     assert (hit.chunk.index, hit.chunk.text) == (row_names[row][1],
@@ -71,7 +88,8 @@ def test_the_recipes_set_through_a_store_ranks_as_exact_search(kind, recipes, tm
                                                                  [row_names[row][1]].text)
             chunks = store.search_chunks(query, k=10)
             assert_same_ranking([(h.document, h.index) for h in chunks], [h.score for h in chunks],
-                                [row_names[r] for r in found.chunk_rows[q]], found.chunk_scores[q].astype(float))
+                                [row_names[r] for r in found.chunk_rows[q]], found.chunk_scores[q].astype(float),
+                                exact=dict(zip(row_names, row_scores.astype(float))))
 
 
 @pytest.mark.slow
