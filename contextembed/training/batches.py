@@ -81,10 +81,11 @@ class BatchCollator:
         documents = self.processor([[c.text for c in chunks] for chunks in chunk_lists], task="document")
         query_inputs = self.processor([q.text for q in queries], task="query")
         num_chunks = documents["attention_mask"].shape[1]
-        relevance = torch.stack([
-            self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)])
+        targets = [self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)]
         batch = {"documents": dict(documents), "queries": dict(query_inputs),
-                 "positives": torch.arange(len(docs)), "relevance": relevance}
+                 "positives": torch.arange(len(docs)), "relevance": torch.stack([r for r, _ in targets])}
+        if self.config.redundant_answer_relevance is not None:
+            batch["answer_chunks"] = torch.stack([a for _, a in targets])
         if self.config.window_head_choices:
             batch["head_tokens"] = rng.choice(self.config.window_head_choices)
         if self.config.keep_weight > 0:
@@ -92,7 +93,8 @@ class BatchCollator:
                                                  task="document"))
         return batch
 
-    def _relevance(self, document, query, chunks, num_chunks) -> torch.Tensor:
+    def _relevance(self, document, query, chunks, num_chunks) -> tuple[torch.Tensor, torch.Tensor]:
+        """The teacher's relevance of each chunk, (C,), and which chunks hold part of an answer, (C,) bool."""
         labels = np.array(word_labels(document.text, query, self.config.evidence_weight)).reshape(-1, 3)
         starts = np.array([c.start for c in chunks])
         ends = np.array([c.end for c in chunks])
@@ -100,8 +102,13 @@ class BatchCollator:
         owner = np.searchsorted(starts, labels[:, 0], side="right") - 1
         inside = (owner >= 0) & (labels[:, 1] <= ends[owner.clip(min=0)])
         owner = np.where(inside, owner, -1)
-        return chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32), torch.from_numpy(owner),
-                               num_chunks, self.config.top_n)
+        relevance = chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32), torch.from_numpy(owner),
+                                    num_chunks, self.config.top_n)
+        in_answer = np.array([any(s < ae and as_ < e for as_, ae in query.answer) for s, e in labels[:, :2]],
+                             dtype=bool)
+        answer_chunks = torch.zeros(num_chunks, dtype=torch.bool)
+        answer_chunks[np.unique(owner[in_answer & (owner >= 0)])] = True
+        return relevance, answer_chunks
 
 
 def _opening(document: TrainingDocument, max_chars: int) -> str:

@@ -47,6 +47,9 @@ class TrainConfig:
     within_weight: float = 0.0
     within_teacher_temperature: float = 0.2
     within_skip_answer: bool = False  # L_within over the chunks other than the answer (evidence against the rest)
+    # An answer over several chunks: all but the student's best lowered to this relevance in L_dist's and
+    # L_within's targets (below the evidence's `evidence_weight`), so the supporting context ranks next. None: off.
+    redundant_answer_relevance: float | None = None
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
     source_repeats: dict[str, int] = field(default_factory=dict)  # a source's batches this many times per epoch
@@ -96,6 +99,9 @@ class TrainConfig:
             _check(self, name, _FLOAT, lambda v: 0 <= v <= 1, "a number in [0, 1]")
         for name in ("learn_temperature", "bf16", "within_skip_answer"):
             _check(self, name, _BOOL, lambda v: True, "true or false")
+        if self.redundant_answer_relevance is not None:
+            _check(self, "redundant_answer_relevance", _FLOAT, lambda v: 0 <= v <= 1,
+                   "a number in [0, 1] (or null)")
         if self.max_minutes is not None:
             _check(self, "max_minutes", _FLOAT, lambda v: v > 0, "a positive number of minutes (or null)")
         weights = self.chunking_weights
