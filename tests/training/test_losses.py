@@ -19,6 +19,7 @@ from contextembed.training.data import (
 from contextembed.training.losses import (
     chunk_relevance,
     chunk_scores,
+    demote_redundant_answers,
     distillation_loss,
     document_loss,
     fake_quantize_int8,
@@ -173,3 +174,39 @@ def test_fragments_split_sentences_without_losing_a_word(seed):
     assert len(chunks) >= len(sentences)
     again = chunk_document(document, "fragments", rng=random.Random(seed))
     assert [c.text for c in again] == [c.text for c in chunks]  # the batch's own seed decides
+
+
+def test_redundant_answers_keep_the_students_best_answer_on_top():
+    """Of an answer over several chunks, the chunk the student scores highest keeps its relevance and the others
+    drop to the cap (below the evidence); which one stays follows the student; one answer chunk is left alone."""
+    relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0, 0.2, float("-inf")],
+                              [0.75, 1.0, 0.0, 0.3, 0.2, float("-inf")]])
+    answers = torch.tensor([[False, True, True, True, False, False],
+                            [False, True, False, False, False, False]])
+    for best in (1, 2, 3):
+        scores = torch.zeros(2, 6)
+        scores[0, best] = 0.9
+        scores[0, 0] = 2.0  # the evidence scoring higher still does not make it the answer that stays
+        demoted = demote_redundant_answers(relevance, answers, scores, 0.5)
+        expected = relevance[0].clone()
+        expected[[c for c in (1, 2, 3) if c != best]] = 0.5
+        assert torch.equal(demoted[0], expected)
+        assert torch.equal(demoted[1], relevance[1])  # one answer chunk: unchanged
+    low = torch.tensor([[0.75, 0.4, 0.3]])  # already below the cap: nothing rises
+    assert torch.equal(demote_redundant_answers(low, torch.tensor([[False, True, True]]), torch.zeros(1, 3), 0.5),
+                       low)
+
+
+def test_redundant_answers_change_the_targets_not_the_gradient_path():
+    """The choice of the best answer is taken without gradient: the scores get their gradient from the loss alone,
+    and with the answer spread over chunks the demoted target orders evidence above the other answer chunks."""
+    scores = torch.tensor([[[0.2, 0.9, 0.5, 0.4]]], requires_grad=True)
+    relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0]])
+    answers = torch.tensor([[False, True, True, True]])
+    target = demote_redundant_answers(relevance, answers, scores[:, 0], 0.5)
+    assert not target.requires_grad
+    teacher = torch.softmax(target[0] / 0.1, dim=0)
+    assert teacher[1] > teacher[0] > teacher[2] == teacher[3]  # best answer, then evidence, then the rest of it
+    loss = within_document_loss(scores, torch.tensor([0]), target, 0.1, 0.1)
+    loss.backward()
+    assert scores.grad[0, 0, 0] < 0 < scores.grad[0, 0, 2]  # evidence pulled up, a redundant answer pushed down

@@ -208,6 +208,42 @@ def test_the_within_document_term_is_added_and_reported(built):
     assert with_term["l_doc"].item() == pytest.approx(outputs[0.0]["l_doc"].item(), rel=1e-5)
 
 
+def test_redundant_answers_reach_both_teacher_targets(built):
+    """With redundant_answer_relevance on, the batch marks the chunks that hold an answer; an answer over several
+    chunks changes L_dist and L_within (the other answer chunks ranked below the evidence), while a batch whose
+    answers each sit in one chunk gives exactly the losses of the recipe without it."""
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.batches import BatchCollator
+    from contextembed.training.model import ContextTrainingModel
+
+    documents, _, _ = tiny_family()
+    spread = [TrainingDocument(d.id, d.source, d.family, d.text, d.sentences, d.paragraphs,
+                               [TrainingQuery(q.text, answer=[d.sentences[1], d.sentences[2]], evidence=q.evidence)
+                                for q in d.queries]) for d in documents]
+    processor = ContextEmbedProcessor.from_pretrained(built["bert"][0])
+    outputs = {}
+    for name, docs in (("single", documents), ("spread", spread)):
+        for value in (None, 0.5):
+            config = TrainConfig(lora_rank=4, within_weight=1.0, redundant_answer_relevance=value,
+                                 chunking_weights={"sentences": 1.0})
+            torch.manual_seed(0)
+            model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
+            batch = BatchCollator(docs, processor, config)([{"documents": [0, 1, 2], "seed": 0}])
+            assert ("answer_chunks" in batch) == (value is not None)
+            if value is not None:  # sentence chunks: the answer's sentences, and nothing else
+                answer_sentences = [1, 2] if name == "spread" else [2]
+                expected = torch.zeros_like(batch["answer_chunks"])
+                expected[:, answer_sentences] = True
+                assert torch.equal(batch["answer_chunks"], expected)
+            with torch.no_grad():
+                outputs[name, value] = model(**batch)
+    for part in ("l_doc", "l_dist", "l_within"):
+        assert outputs["single", 0.5][part].item() == pytest.approx(outputs["single", None][part].item(), rel=1e-6)
+    assert outputs["spread", 0.5]["l_doc"].item() == pytest.approx(outputs["spread", None]["l_doc"].item(), rel=1e-6)
+    for part in ("l_dist", "l_within"):
+        assert outputs["spread", 0.5][part].item() != pytest.approx(outputs["spread", None][part].item(), rel=1e-3)
+
+
 def test_source_repeats_add_passes_over_one_source():
     from contextembed.training.batches import PlannedBatches
 
