@@ -84,8 +84,10 @@ class BatchCollator:
         targets = [self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)]
         batch = {"documents": dict(documents), "queries": dict(query_inputs),
                  "positives": torch.arange(len(docs)), "relevance": torch.stack([r for r, _ in targets])}
-        if self.config.redundant_answer_relevance is not None:
-            batch["answer_chunks"] = torch.stack([a for _, a in targets])
+        if self.config.redundant_answer_relevance is not None:  # (Q, C, S), spans padded with False
+            spans = max(a.shape[1] for _, a in targets)
+            batch["answer_spans"] = torch.stack([torch.nn.functional.pad(a, (0, spans - a.shape[1]))
+                                                 for _, a in targets])
         if self.config.window_head_choices:
             batch["head_tokens"] = rng.choice(self.config.window_head_choices)
         if self.config.keep_weight > 0:
@@ -94,7 +96,7 @@ class BatchCollator:
         return batch
 
     def _relevance(self, document, query, chunks, num_chunks) -> tuple[torch.Tensor, torch.Tensor]:
-        """The teacher's relevance of each chunk, (C,), and which chunks hold part of an answer, (C,) bool."""
+        """The teacher's relevance of each chunk, (C,), and which chunks hold part of each answer span, (C, S)."""
         labels = np.array(word_labels(document.text, query, self.config.evidence_weight)).reshape(-1, 3)
         starts = np.array([c.start for c in chunks])
         ends = np.array([c.end for c in chunks])
@@ -104,11 +106,11 @@ class BatchCollator:
         owner = np.where(inside, owner, -1)
         relevance = chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32), torch.from_numpy(owner),
                                     num_chunks, self.config.top_n)
-        in_answer = np.array([any(s < ae and as_ < e for as_, ae in query.answer) for s, e in labels[:, :2]],
-                             dtype=bool)
-        answer_chunks = torch.zeros(num_chunks, dtype=torch.bool)
-        answer_chunks[np.unique(owner[in_answer & (owner >= 0)])] = True
-        return relevance, answer_chunks
+        answer_spans = torch.zeros(num_chunks, max(len(query.answer), 1), dtype=torch.bool)
+        for k, (answer_start, answer_end) in enumerate(query.answer):
+            in_span = (labels[:, 0] < answer_end) & (answer_start < labels[:, 1]) & (owner >= 0)
+            answer_spans[np.unique(owner[in_span]), k] = True
+        return relevance, answer_spans
 
 
 def _opening(document: TrainingDocument, max_chars: int) -> str:

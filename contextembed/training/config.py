@@ -47,8 +47,8 @@ class TrainConfig:
     within_weight: float = 0.0
     within_teacher_temperature: float = 0.2
     within_skip_answer: bool = False  # L_within over the chunks other than the answer (evidence against the rest)
-    # An answer over several chunks: all but the student's best lowered to this relevance in L_dist's and
-    # L_within's targets (below the evidence's `evidence_weight`), so the supporting context ranks next. None: off.
+    # A query with several answer spans: the chunks of all but the student's best span lowered to this relevance in
+    # L_dist's and L_within's targets (below `evidence_weight`), so the supporting context ranks next. None: off.
     redundant_answer_relevance: float | None = None
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text

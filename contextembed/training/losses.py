@@ -7,8 +7,9 @@
   document's chunks (zero elsewhere); p_S = softmax(q·c / τ) over every chunk of every document in the batch.
 - L_within (optional): the same teacher at a softer τ_T against the student's softmax over the positive
   document's chunks alone, so the supporting context keeps its place inside its document.
-- Redundant answers (optional): where an answer spans several chunks (an ingredient list, a paragraph), one of
-  them (the student's best) keeps the top; the others are lowered below the evidence in both teacher targets.
+- Redundant answers (optional): where a query has several answer spans (an ingredient list, a section's
+  paragraphs), one of them (the student's best) keeps the top; the others are lowered below the evidence in both
+  teacher targets.
 - int8 quantisation-aware training: the deterministic int8 scheme of the checkpoint, with a straight-through
   gradient.
 
@@ -165,33 +166,37 @@ def keep_loss(scores: torch.Tensor, base_scores: torch.Tensor, temperature: torc
     return (target * (torch.log(target.clamp(min=1e-12)) - student)).sum(-1).mean()
 
 
-def demote_redundant_answers(relevance: torch.Tensor, answer_chunks: torch.Tensor, positive_scores: torch.Tensor,
+def demote_redundant_answers(relevance: torch.Tensor, answer_spans: torch.Tensor, positive_scores: torch.Tensor,
                               value: float) -> torch.Tensor:
-    """The teacher relevance with every answer chunk but the student's best lowered to at most `value`: (Q, C).
+    """The teacher relevance with the chunks of every answer span but the student's best lowered to at most
+    `value`: (Q, C).
 
-    A query whose answer spans several chunks (the lines of an ingredient list, the sentences of a paragraph) is
-    answered when one of them ranks first; the chunks ranked next are then better spent on what supports that
-    answer (the title, the section heading) than on more of the same answer. Which answer chunk stays on top is
-    the student's own choice (its highest score, taken without gradient), so the target never fights the order
-    the student already has among equally good answers. A query with one answer chunk is left as it is.
+    A query answered by several spans (the lines of an ingredient list, the paragraphs of a section) is answered
+    when one of them ranks first; the chunks ranked next are then better spent on what supports that answer (the
+    title, the section heading) than on more of the same answer. The span that stays on top is the one holding the
+    student's own best answer chunk (its highest score, taken without gradient), so the target never fights the
+    order the student already has among equally good answers. Every chunk holding part of that span keeps its
+    relevance, so one span cut across chunks (a sentence split by a token window) is never lowered; a query with
+    one answer span is left as it is.
 
     Args:
         relevance: (Q, C) teacher relevance of the positive document's chunks (-inf for padding / empty).
-        answer_chunks: (Q, C) True where a chunk holds part of an answer.
+        answer_spans: (Q, C, S) True where chunk c holds part of the query's answer span s.
         positive_scores: (Q, C) the student's scores of the positive document's chunks.
-        value: the most an answer chunk other than the best may keep (set it below the evidence's relevance).
+        value: the most a chunk of another answer span may keep (set it below the evidence's relevance).
 
-    >>> relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0, 0.0], [0.75, 1.0, 0.0, 0.0, 0.0]])
-    >>> answers = torch.tensor([[False, True, True, True, False], [False, True, False, False, False]])
-    >>> scores = torch.tensor([[0.9, 0.2, 0.7, 0.5, 0.1], [0.9, 0.2, 0.7, 0.5, 0.1]])
-    >>> demote_redundant_answers(relevance, answers, scores, 0.5).tolist()   # row 0 keeps chunk 2, its best answer
-    [[0.75, 0.5, 1.0, 0.5, 0.0], [0.75, 1.0, 0.0, 0.0, 0.0]]
+    >>> relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0, 0.0]])
+    >>> spans = torch.tensor([[[False, False], [True, False], [True, False], [False, True], [False, False]]])
+    >>> demote_redundant_answers(relevance, spans, torch.tensor([[0.9, 0.2, 0.7, 0.5, 0.1]]), 0.5).tolist()
+    [[0.75, 1.0, 1.0, 0.5, 0.0]]
+    >>> demote_redundant_answers(relevance, spans, torch.tensor([[0.9, 0.2, 0.3, 0.5, 0.1]]), 0.5).tolist()
+    [[0.75, 0.5, 0.5, 1.0, 0.0]]
     """
-    answer_chunks = answer_chunks.bool()
-    best = positive_scores.detach().masked_fill(~answer_chunks, float("-inf")).argmax(dim=-1)  # (Q,)
-    redundant = answer_chunks.clone()
-    redundant[torch.arange(len(best)), best] = False
-    redundant &= answer_chunks.sum(dim=-1, keepdim=True) >= 2
+    answer_spans = answer_spans.bool()
+    holds_answer = answer_spans.any(dim=-1)  # (Q, C)
+    best = positive_scores.detach().masked_fill(~holds_answer, float("-inf")).argmax(dim=-1)  # (Q,)
+    best_spans = answer_spans[torch.arange(len(best)), best]  # (Q, S)
+    redundant = holds_answer & ~(answer_spans & best_spans[:, None]).any(dim=-1)
     return relevance.where(~redundant, relevance.clamp(max=value))
 
 

@@ -73,7 +73,7 @@ class ContextTrainingModel(nn.Module):
 
     def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor,
                 plain: dict | None = None, head_tokens: int | None = None,
-                answer_chunks: torch.Tensor | None = None) -> dict:
+                answer_spans: torch.Tensor | None = None) -> dict:
         config = self.model.config
         carried = config.window_head_tokens
         if head_tokens is not None:  # this batch's amount of opening carried into later windows
@@ -84,12 +84,12 @@ class ContextTrainingModel(nn.Module):
             config.window_head_tokens = carried
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
-        if answer_chunks is not None:  # the student's best answer chunk (full dimension) keeps the top
+        if answer_spans is not None:  # the span of the student's best answer chunk (full dimension) keeps the top
             with torch.no_grad():
                 full = chunk_scores(cut_and_normalize(query_vectors, config.full_dim),
                                     cut_and_normalize(chunks, config.full_dim), chunk_mask)
             best_scores = full[torch.arange(len(positives)), positives]
-            relevance = demote_redundant_answers(relevance, answer_chunks, best_scores,
+            relevance = demote_redundant_answers(relevance, answer_spans, best_scores,
                                                  self.config.redundant_answer_relevance)
         doc_losses, dist_losses, within_losses = [], [], []
         for dim in self.dims:

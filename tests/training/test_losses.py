@@ -176,34 +176,40 @@ def test_fragments_split_sentences_without_losing_a_word(seed):
     assert [c.text for c in again] == [c.text for c in chunks]  # the batch's own seed decides
 
 
-def test_redundant_answers_keep_the_students_best_answer_on_top():
-    """Of an answer over several chunks, the chunk the student scores highest keeps its relevance and the others
-    drop to the cap (below the evidence); which one stays follows the student; one answer chunk is left alone."""
+def test_redundant_answers_keep_the_students_best_answer_span_on_top():
+    """Of an answer in several spans, the span holding the chunk the student scores highest keeps its relevance and
+    the chunks of the other spans drop to the cap (below the evidence); which one stays follows the student; a span
+    cut across two chunks keeps both; a query with one answer span is left alone, however it is chunked."""
     relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0, 0.2, float("-inf")],
-                              [0.75, 1.0, 0.0, 0.3, 0.2, float("-inf")]])
-    answers = torch.tensor([[False, True, True, True, False, False],
-                            [False, True, False, False, False, False]])
+                              [0.75, 1.0, 1.0, 0.0, 0.3, float("-inf")]])
+    spans = torch.zeros(2, 6, 3, dtype=torch.bool)
+    spans[0, 1, 0] = spans[0, 2, 1] = spans[0, 3, 2] = True  # row 0: three answer lines, one chunk each
+    spans[1, 1, 0] = spans[1, 2, 0] = True  # row 1: one answer sentence cut across chunks 1 and 2
     for best in (1, 2, 3):
         scores = torch.zeros(2, 6)
-        scores[0, best] = 0.9
-        scores[0, 0] = 2.0  # the evidence scoring higher still does not make it the answer that stays
-        demoted = demote_redundant_answers(relevance, answers, scores, 0.5)
+        scores[:, best] = 0.9
+        scores[:, 0] = 2.0  # the evidence scoring higher still does not make it the answer that stays
+        demoted = demote_redundant_answers(relevance, spans, scores, 0.5)
         expected = relevance[0].clone()
         expected[[c for c in (1, 2, 3) if c != best]] = 0.5
         assert torch.equal(demoted[0], expected)
-        assert torch.equal(demoted[1], relevance[1])  # one answer chunk: unchanged
+        assert torch.equal(demoted[1], relevance[1])  # one answer span: unchanged
+    shared = spans.clone()
+    shared[0, 2, 2] = True  # chunk 2 holds the end of line 1 and the start of line 2
+    scores = torch.tensor([[0.0, 0.1, 0.2, 0.9, 0.0, 0.0], [0.0] * 6])
+    assert demote_redundant_answers(relevance, shared, scores, 0.5)[0].tolist()[:4] == [0.75, 0.5, 1.0, 1.0]
     low = torch.tensor([[0.75, 0.4, 0.3]])  # already below the cap: nothing rises
-    assert torch.equal(demote_redundant_answers(low, torch.tensor([[False, True, True]]), torch.zeros(1, 3), 0.5),
-                       low)
+    two = torch.tensor([[[False, False], [True, False], [False, True]]])
+    assert torch.equal(demote_redundant_answers(low, two, torch.zeros(1, 3), 0.5), low)
 
 
 def test_redundant_answers_change_the_targets_not_the_gradient_path():
     """The choice of the best answer is taken without gradient: the scores get their gradient from the loss alone,
-    and with the answer spread over chunks the demoted target orders evidence above the other answer chunks."""
+    and with the answer in several spans the demoted target orders evidence above the other answer spans."""
     scores = torch.tensor([[[0.2, 0.9, 0.5, 0.4]]], requires_grad=True)
     relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0]])
-    answers = torch.tensor([[False, True, True, True]])
-    target = demote_redundant_answers(relevance, answers, scores[:, 0], 0.5)
+    spans = torch.tensor([[[False, False, False], [True, False, False], [False, True, False], [False, False, True]]])
+    target = demote_redundant_answers(relevance, spans, scores[:, 0], 0.5)
     assert not target.requires_grad
     teacher = torch.softmax(target[0] / 0.1, dim=0)
     assert teacher[1] > teacher[0] > teacher[2] == teacher[3]  # best answer, then evidence, then the rest of it

@@ -209,9 +209,10 @@ def test_the_within_document_term_is_added_and_reported(built):
 
 
 def test_redundant_answers_reach_both_teacher_targets(built):
-    """With redundant_answer_relevance on, the batch marks the chunks that hold an answer; an answer over several
-    chunks changes L_dist and L_within (the other answer chunks ranked below the evidence), while a batch whose
-    answers each sit in one chunk gives exactly the losses of the recipe without it."""
+    """With redundant_answer_relevance on, the batch marks which chunks hold each answer span; an answer in several
+    spans changes L_dist and L_within (the other spans ranked below the evidence), while a batch whose answers are
+    one span each gives exactly the losses of the recipe without it, under sentence chunks and under fragments that
+    cut an answer sentence in two."""
     from contextembed.modeling import ContextEmbedProcessor
     from contextembed.training.batches import BatchCollator
     from contextembed.training.model import ContextTrainingModel
@@ -222,26 +223,34 @@ def test_redundant_answers_reach_both_teacher_targets(built):
                                 for q in d.queries]) for d in documents]
     processor = ContextEmbedProcessor.from_pretrained(built["bert"][0])
     outputs = {}
-    for name, docs in (("single", documents), ("spread", spread)):
+    cut = BatchCollator(documents, processor, TrainConfig(redundant_answer_relevance=0.5,
+                                                          chunking_weights={"fragments": 1.0}))
+    seed = next(seed for seed in range(200)  # a batch whose fragments cut an answer sentence across two chunks
+                if (cut([{"documents": [0, 1, 2], "seed": seed}])["answer_spans"].sum(dim=1) >= 2).any())
+    for name, docs, chunking in (("single", documents, "sentences"), ("single", documents, "fragments"),
+                                 ("spread", spread, "sentences")):
         for value in (None, 0.5):
             config = TrainConfig(lora_rank=4, within_weight=1.0, redundant_answer_relevance=value,
-                                 chunking_weights={"sentences": 1.0})
+                                 chunking_weights={chunking: 1.0})
             torch.manual_seed(0)
             model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
-            batch = BatchCollator(docs, processor, config)([{"documents": [0, 1, 2], "seed": 0}])
-            assert ("answer_chunks" in batch) == (value is not None)
-            if value is not None:  # sentence chunks: the answer's sentences, and nothing else
-                answer_sentences = [1, 2] if name == "spread" else [2]
-                expected = torch.zeros_like(batch["answer_chunks"])
-                expected[:, answer_sentences] = True
-                assert torch.equal(batch["answer_chunks"], expected)
+            batch = BatchCollator(docs, processor, config)([{"documents": [0, 1, 2], "seed": seed}])
+            assert ("answer_spans" in batch) == (value is not None)
+            if value is not None and chunking == "sentences":  # sentence chunks: each answer sentence, its span
+                expected = torch.zeros_like(batch["answer_spans"])
+                for span, sentence in enumerate([1, 2] if name == "spread" else [2]):
+                    expected[:, sentence, span] = True
+                assert torch.equal(batch["answer_spans"], expected)
             with torch.no_grad():
-                outputs[name, value] = model(**batch)
-    for part in ("l_doc", "l_dist", "l_within"):
-        assert outputs["single", 0.5][part].item() == pytest.approx(outputs["single", None][part].item(), rel=1e-6)
-    assert outputs["spread", 0.5]["l_doc"].item() == pytest.approx(outputs["spread", None]["l_doc"].item(), rel=1e-6)
+                outputs[name, chunking, value] = model(**batch)
+    for chunking in ("sentences", "fragments"):
+        for part in ("l_doc", "l_dist", "l_within"):
+            assert outputs["single", chunking, 0.5][part].item() == pytest.approx(
+                outputs["single", chunking, None][part].item(), rel=1e-6)
+    on, off = outputs["spread", "sentences", 0.5], outputs["spread", "sentences", None]
+    assert on["l_doc"].item() == pytest.approx(off["l_doc"].item(), rel=1e-6)
     for part in ("l_dist", "l_within"):
-        assert outputs["spread", 0.5][part].item() != pytest.approx(outputs["spread", None][part].item(), rel=1e-3)
+        assert on[part].item() != pytest.approx(off[part].item(), rel=1e-3)
 
 
 def test_source_repeats_add_passes_over_one_source():
