@@ -81,13 +81,14 @@ class BatchCollator:
         documents = self.processor([[c.text for c in chunks] for chunks in chunk_lists], task="document")
         query_inputs = self.processor([q.text for q in queries], task="query")
         num_chunks = documents["attention_mask"].shape[1]
-        targets = [self._relevance(d, q, chunks, num_chunks) for d, q, chunks in zip(docs, queries, chunk_lists)]
+        owners = [self._word_owners(d, q, chunks) for d, q, chunks in zip(docs, queries, chunk_lists)]
+        relevance = torch.stack([chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32),
+                                                 torch.from_numpy(owner), num_chunks, self.config.top_n)
+                                 for labels, owner in owners])
         batch = {"documents": dict(documents), "queries": dict(query_inputs),
-                 "positives": torch.arange(len(docs)), "relevance": torch.stack([r for r, _ in targets])}
-        if self.config.redundant_answer_relevance is not None:  # (Q, C, S), spans padded with False
-            spans = max(a.shape[1] for _, a in targets)
-            batch["answer_spans"] = torch.stack([torch.nn.functional.pad(a, (0, spans - a.shape[1]))
-                                                 for _, a in targets])
+                 "positives": torch.arange(len(docs)), "relevance": relevance}
+        if self.config.redundant_answer_relevance is not None:
+            batch["answer_spans"] = _answer_spans(queries, owners, num_chunks)
         if self.config.window_head_choices:
             batch["head_tokens"] = rng.choice(self.config.window_head_choices)
         if self.config.keep_weight > 0:
@@ -95,22 +96,25 @@ class BatchCollator:
                                                  task="document"))
         return batch
 
-    def _relevance(self, document, query, chunks, num_chunks) -> tuple[torch.Tensor, torch.Tensor]:
-        """The teacher's relevance of each chunk, (C,), and which chunks hold part of each answer span, (C, S)."""
+    def _word_owners(self, document, query, chunks) -> tuple[np.ndarray, np.ndarray]:
+        """The query's word labels, (W, 3) rows of (start, end, score), and each word's chunk, (W,) (-1: none)."""
         labels = np.array(word_labels(document.text, query, self.config.evidence_weight)).reshape(-1, 3)
         starts = np.array([c.start for c in chunks])
         ends = np.array([c.end for c in chunks])
         # Chunks are in document order: a word belongs to the last chunk starting at or before it, if it fits.
         owner = np.searchsorted(starts, labels[:, 0], side="right") - 1
         inside = (owner >= 0) & (labels[:, 1] <= ends[owner.clip(min=0)])
-        owner = np.where(inside, owner, -1)
-        relevance = chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32), torch.from_numpy(owner),
-                                    num_chunks, self.config.top_n)
-        answer_spans = torch.zeros(num_chunks, max(len(query.answer), 1), dtype=torch.bool)
+        return labels, np.where(inside, owner, -1)
+
+
+def _answer_spans(queries, owners, num_chunks: int) -> torch.Tensor:
+    """(Q, C, S): True where chunk c holds a word of query q's answer span s (spans padded with False)."""
+    spans = torch.zeros(len(queries), num_chunks, max(max(len(q.answer) for q in queries), 1), dtype=torch.bool)
+    for i, (query, (labels, owner)) in enumerate(zip(queries, owners)):
         for k, (answer_start, answer_end) in enumerate(query.answer):
             in_span = (labels[:, 0] < answer_end) & (answer_start < labels[:, 1]) & (owner >= 0)
-            answer_spans[np.unique(owner[in_span]), k] = True
-        return relevance, answer_spans
+            spans[i, np.unique(owner[in_span]), k] = True
+    return spans
 
 
 def _opening(document: TrainingDocument, max_chars: int) -> str:

@@ -85,11 +85,10 @@ class ContextTrainingModel(nn.Module):
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
         if answer_spans is not None:  # the span of the student's best answer chunk (full dimension) keeps the top
-            with torch.no_grad():
-                full = chunk_scores(cut_and_normalize(query_vectors, config.full_dim),
-                                    cut_and_normalize(chunks, config.full_dim), chunk_mask)
-            best_scores = full[torch.arange(len(positives)), positives]
-            relevance = demote_redundant_answers(relevance, answer_spans, best_scores,
+            with torch.no_grad():  # (Q, C): each query against its positive document's chunks
+                own = torch.einsum("qd,qcd->qc", cut_and_normalize(query_vectors, config.full_dim),
+                                   cut_and_normalize(chunks[positives], config.full_dim))
+            relevance = demote_redundant_answers(relevance, answer_spans, own,
                                                  self.config.redundant_answer_relevance)
         doc_losses, dist_losses, within_losses = [], [], []
         for dim in self.dims:
