@@ -50,6 +50,7 @@ class TrainConfig:
     # A query with several answer spans: the chunks of all but the student's best span lowered to this relevance in
     # L_dist's and L_within's targets (below `evidence_weight`), so the supporting context ranks next. None: off.
     redundant_answer_relevance: float | None = None
+    redundant_answer_in_dist: bool = True  # False: lowered in L_within's target only (L_dist keeps every answer)
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
     source_repeats: dict[str, int] = field(default_factory=dict)  # a source's batches this many times per epoch
@@ -97,7 +98,7 @@ class TrainConfig:
             _check(self, name, _FLOAT, lambda v: v >= 0, "a number >= 0")
         for name in FRACTIONS:
             _check(self, name, _FLOAT, lambda v: 0 <= v <= 1, "a number in [0, 1]")
-        for name in ("learn_temperature", "bf16", "within_skip_answer"):
+        for name in ("learn_temperature", "bf16", "within_skip_answer", "redundant_answer_in_dist"):
             _check(self, name, _BOOL, lambda v: True, "true or false")
         if self.redundant_answer_relevance is not None:
             _check(self, "redundant_answer_relevance", _FLOAT, lambda v: 0 <= v <= 1,

@@ -84,12 +84,15 @@ class ContextTrainingModel(nn.Module):
             config.window_head_tokens = carried
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
+        within_relevance = relevance
         if answer_spans is not None:  # the span of the student's best answer chunk (full dimension) keeps the top
             with torch.no_grad():  # (Q, C): each query against its positive document's chunks
                 own = torch.einsum("qd,qcd->qc", cut_and_normalize(query_vectors, config.full_dim),
                                    cut_and_normalize(chunks[positives], config.full_dim))
-            relevance = demote_redundant_answers(relevance, answer_spans, own,
-                                                 self.config.redundant_answer_relevance)
+            within_relevance = demote_redundant_answers(relevance, answer_spans, own,
+                                                        self.config.redundant_answer_relevance)
+            if self.config.redundant_answer_in_dist:
+                relevance = within_relevance
         doc_losses, dist_losses, within_losses = [], [], []
         for dim in self.dims:
             c, q = cut_and_normalize(chunks, dim), cut_and_normalize(query_vectors, dim)
@@ -101,7 +104,7 @@ class ContextTrainingModel(nn.Module):
             dist_losses.append(distillation_loss(scores, positives, relevance, self.temperature,
                                                  self.config.teacher_temperature))
             if self.config.within_weight > 0:
-                within_losses.append(within_document_loss(scores, positives, relevance, self.temperature,
+                within_losses.append(within_document_loss(scores, positives, within_relevance, self.temperature,
                                                           self.config.within_teacher_temperature,
                                                           skip_answer=self.config.within_skip_answer))
         l_doc, l_dist = torch.stack(doc_losses).mean(), torch.stack(dist_losses).mean()

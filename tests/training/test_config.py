@@ -49,6 +49,8 @@ BAD_CONFIGS = {
     "redundant answers above one": ({"redundant_answer_relevance": 1.5},
                                     r"redundant_answer_relevance must be a number in \[0, 1\] \(or null\), got 1.5"),
     "redundant answers text": ({"redundant_answer_relevance": "low"}, "redundant_answer_relevance must be a number"),
+    "redundant answers where, not a bool": ({"redundant_answer_in_dist": "no"},
+                                            "redundant_answer_in_dist must be true or false, got 'no'"),
     "fraction above one": ({"qat_fraction": 1.5}, r"qat_fraction must be a number in \[0, 1\]"),
     "matryoshka dims": ({"matryoshka_dims": [0]}, "matryoshka_dims must be a non-empty list of positive integers"),
     "head choices": ({"window_head_choices": [32, -1]}, r"window_head_choices must be a list of integers >= 0"),

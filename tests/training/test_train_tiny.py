@@ -208,9 +208,10 @@ def test_the_within_document_term_is_added_and_reported(built):
     assert with_term["l_doc"].item() == pytest.approx(outputs[0.0]["l_doc"].item(), rel=1e-5)
 
 
-def test_redundant_answers_reach_both_teacher_targets(built):
+def test_redundant_answers_reach_the_teacher_targets(built):
     """With redundant_answer_relevance on, the batch marks which chunks hold each answer span; an answer in several
-    spans changes L_dist and L_within (the other spans ranked below the evidence), while a batch whose answers are
+    spans changes L_dist and L_within (the other spans ranked below the evidence; L_within alone with
+    redundant_answer_in_dist off), while a batch whose answers are
     one span each gives exactly the losses of the recipe without it, under sentence chunks and under fragments that
     cut an answer sentence in two."""
     from contextembed.modeling import ContextEmbedProcessor
@@ -229,9 +230,11 @@ def test_redundant_answers_reach_both_teacher_targets(built):
                 if (cut([{"documents": [0, 1, 2], "seed": seed}])["answer_spans"].sum(dim=1) >= 2).any())
     for name, docs, chunking in (("single", documents, "sentences"), ("single", documents, "fragments"),
                                  ("spread", spread, "sentences")):
-        for value in (None, 0.5):
+        for value, in_dist in ((None, True), (0.5, True), (0.5, False)):
+            if not in_dist and name == "single":
+                continue
             config = TrainConfig(lora_rank=4, within_weight=1.0, redundant_answer_relevance=value,
-                                 chunking_weights={chunking: 1.0})
+                                 redundant_answer_in_dist=in_dist, chunking_weights={chunking: 1.0})
             torch.manual_seed(0)
             model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
             batch = BatchCollator(docs, processor, config)([{"documents": [0, 1, 2], "seed": seed}])
@@ -242,15 +245,19 @@ def test_redundant_answers_reach_both_teacher_targets(built):
                     expected[:, sentence, span] = True
                 assert torch.equal(batch["answer_spans"], expected)
             with torch.no_grad():
-                outputs[name, chunking, value] = model(**batch)
+                outputs[name, chunking, value, in_dist] = model(**batch)
     for chunking in ("sentences", "fragments"):
         for part in ("l_doc", "l_dist", "l_within"):
-            assert outputs["single", chunking, 0.5][part].item() == pytest.approx(
-                outputs["single", chunking, None][part].item(), rel=1e-6)
-    on, off = outputs["spread", "sentences", 0.5], outputs["spread", "sentences", None]
+            assert outputs["single", chunking, 0.5, True][part].item() == pytest.approx(
+                outputs["single", chunking, None, True][part].item(), rel=1e-6)
+    off = outputs["spread", "sentences", None, True]
+    on, within_only = outputs["spread", "sentences", 0.5, True], outputs["spread", "sentences", 0.5, False]
     assert on["l_doc"].item() == pytest.approx(off["l_doc"].item(), rel=1e-6)
     for part in ("l_dist", "l_within"):
         assert on[part].item() != pytest.approx(off[part].item(), rel=1e-3)
+    # redundant_answer_in_dist=False: L_within's target alone is changed, L_dist's is the recipe's own
+    assert within_only["l_dist"].item() == pytest.approx(off["l_dist"].item(), rel=1e-6)
+    assert within_only["l_within"].item() == pytest.approx(on["l_within"].item(), rel=1e-6)
 
 
 def test_source_repeats_add_passes_over_one_source():
