@@ -34,9 +34,9 @@ def add_commands(commands) -> None:
     serve.add_argument("--max-merged-tokens", type=options.positive_int, default=65536,
                        help="most tokens of concurrent requests merged into one call of the model, which sorts "
                             "them by length into forward passes (default 65536)")
-    serve.add_argument("--merge-wait-ms", type=options.non_negative_float, default=2.0,
-                       help="how long the worker waits for more requests before a call that is not full "
-                            "(default 2 ms; 0: never waits)")
+    serve.add_argument("--merge-wait-ms", type=options.non_negative_float, default=20.0,
+                       help="most time the worker waits, before a call that is not full, for as many requests as "
+                            "there were clients at work during the last call (default 20 ms; 0: never waits)")
     serve.add_argument("--max-queued-chunks", type=options.positive_int, default=65536,
                        help="chunks waiting before requests are refused with 503 (default 65536)")
     serve.add_argument("--no-request-merging", action="store_true",

@@ -44,7 +44,7 @@ class ServeSettings:
     max_tokens_per_batch: int | None = None  # padded tokens per forward pass (None: the encoder's device default)
     batch_size: int = 32  # most documents per forward pass
     max_merged_tokens: int = 65536  # most tokens of the requests merged into one call of the model
-    merge_wait: float = 0.002  # seconds the worker waits for more requests before a call that is not full
+    merge_wait: float = 0.02  # most seconds the worker waits for the last call's clients to send again
     max_queued_chunks: int = 65536
     merge_requests: bool = True  # False: one request per forward pass (for measuring what merging gains)
 

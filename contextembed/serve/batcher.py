@@ -3,9 +3,9 @@
 Requests wait in a queue bounded by chunks; a full queue is refused at once (`Overloaded`, answered 503 with
 `Retry-After`) instead of growing memory. The worker takes the oldest job and every queued job with the same
 (task, precision, dimension) until `max_merged_tokens` tokens are gathered (when clients are concurrent, waiting up
-to `merge_wait` for more), and runs them in one call of the model, which sorts the documents by length into forward
-passes of `max_tokens_per_batch` padded tokens and never splits a document; each job gets back exactly its
-documents' vectors, in order. Model work never runs on the event loop.
+to `merge_wait` for as many requests as there were clients at work during the last call), and runs them in one call
+of the model, which sorts the documents by length into forward passes of `max_tokens_per_batch` padded tokens and
+never splits a document; each job gets back exactly its documents' vectors, in order. Model work never runs on the event loop.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ class Batcher:
                  merge: bool = True, on_batch: Callable[[int, int], None] | None = None):
         """`max_tokens_per_batch`, `batch_size`: the model's forward passes (`None`: the encoder's default for the
         model's device). `max_merged_tokens`: most tokens of the requests merged into one call of the model, which
-        sorts them by length and splits them into passes. `merge_wait`: seconds the worker waits for more requests
-        before a call that is not yet full. `merge=False`: one request per call (what merging is measured
+        sorts them by length and splits them into passes. `merge_wait`: the most seconds the worker waits, before a
+        call that is not full, for as many requests as there were clients at work during the last call (its requests
+        and those that came while it ran; one: no wait). `merge=False`: one request per call (what merging is measured
         against)."""
         self.model, self.max_tokens, self.max_queued = model, max_tokens_per_batch, max_queued_chunks
         self.batch_size, self.max_merged, self.merge_wait = batch_size, max_merged_tokens, merge_wait
@@ -50,7 +51,7 @@ class Batcher:
         self._queued_tokens = 0  # tokens of the queued jobs, so the merge wait knows when a call is full
         self._condition = threading.Condition()
         self._closed = False
-        self._last_merged = 1  # requests in the last call
+        self._concurrent = 1  # requests in the last call plus those that arrived while it ran: the clients at work
         self._thread = threading.Thread(target=self._run, name="contextembed-batcher", daemon=True)
         self._thread.start()
 
@@ -86,12 +87,15 @@ class Batcher:
                 self._condition.wait()
             if not self._queue:
                 return None
-            if self.merge and self.merge_wait > 0 and self._last_merged > 1:
-                # Concurrent clients (the last call merged several requests) send their next requests moments after
-                # their answers: wait for them, while the call is not full, rather than run a small call now and
-                # leave them for the next. A lone client's requests never wait.
+            if self.merge and self.merge_wait > 0 and self._concurrent > 1:
+                # Concurrent clients send their next requests moments after their answers: wait for as many
+                # requests as there were clients at work during the last call (its own and those that came while
+                # it ran), while the call is not full, rather than run the first few now and leave the rest for
+                # the next call (clients would then settle into two halves taking turns, in calls half as large).
+                # A lone client's requests never wait.
                 deadline = time.monotonic() + self.merge_wait
-                while not self._closed and self._queued_tokens < self.max_merged:
+                while (not self._closed and self._queued_tokens < self.max_merged
+                       and len(self._queue) < self._concurrent):
                     left = deadline - time.monotonic()
                     if left <= 0 or not self._condition.wait(left):
                         break
@@ -107,7 +111,6 @@ class Batcher:
                 else:
                     kept.append((job, future))
             self._queue = kept
-            self._last_merged = len(taken)
             self._queued_chunks -= sum(len(d) for job, _ in taken for d in job.documents)
             self._queued_tokens -= tokens
             return taken
@@ -124,6 +127,10 @@ class Batcher:
                 logger.exception("a forward pass failed")
                 for _, future in taken:
                     future.set_exception(error)
+                vectors = None
+            with self._condition:
+                self._concurrent = len(taken) + len(self._queue)
+            if vectors is None:
                 continue
             if self.on_batch is not None:
                 self.on_batch(len(documents), sum(job.tokens for job, _ in taken))

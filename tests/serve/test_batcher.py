@@ -168,3 +168,24 @@ def test_a_full_call_does_not_wait(model):
     finally:
         batcher.close()
     assert [n for n, _ in recording.calls] == [1, 2, 2]
+
+
+def test_the_wait_ends_when_as_many_requests_as_clients_at_work_are_back(model):
+    """The clients at work are the last call's requests plus those that arrived while it ran; once that many are
+    queued again the call runs at once, however long `merge_wait` is."""
+    recording = Recording(model)
+    batcher = Batcher(recording, merge_wait=60.0)
+    try:
+        blocker = recording.hold(batcher, model)
+        merged = [batcher.submit(job(model, [d])) for d in DOCUMENTS[:2]]  # arrive while the blocker runs
+        recording.gate.set()
+        blocker.result(30)
+        third = batcher.submit(job(model, [DOCUMENTS[2]]))  # the blocker's client is back: three at work
+        [f.result(10) for f in [*merged, third]]
+        again = [batcher.submit(job(model, [d])) for d in DOCUMENTS[:2]]
+        time.sleep(0.2)  # the third client is slower: the worker waits for it, not for 60 s
+        again.append(batcher.submit(job(model, [DOCUMENTS[2]])))
+        [f.result(10) for f in again]
+    finally:
+        batcher.close()
+    assert [n for n, _ in recording.calls] == [1, 3, 3]
