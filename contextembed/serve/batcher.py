@@ -5,7 +5,8 @@ Requests wait in a queue bounded by chunks; a full queue is refused at once (`Ov
 (task, precision, dimension) until `max_merged_tokens` tokens are gathered (when clients are concurrent, waiting up
 to `merge_wait` for as many requests as there were clients at work during the last call), and runs them in one call
 of the model, which sorts the documents by length into forward passes of `max_tokens_per_batch` padded tokens and
-never splits a document; each job gets back exactly its documents' vectors, in order. Model work never runs on the event loop.
+never splits a document; each job gets back exactly its documents' vectors, in order. Model work never runs on the
+event loop.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ class TrainConfig:
     within_teacher_temperature: float = 0.2
     within_skip_answer: bool = False  # L_within over the chunks other than the answer (evidence against the rest)
     # A query with several answer spans: the chunks of all but the student's best span lowered to this relevance in
-    # L_dist's and L_within's targets (below `evidence_weight`), so the supporting context ranks next. None: off.
+    # L_dist's and L_within's targets (L_within's alone when `redundant_answer_in_dist` is false; below
+    # `evidence_weight`), so the supporting context ranks next. None: off.
     redundant_answer_relevance: float | None = None
     redundant_answer_in_dist: bool = True  # False: lowered in L_within's target only (L_dist keeps every answer)
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)

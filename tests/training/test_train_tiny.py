@@ -211,9 +211,8 @@ def test_the_within_document_term_is_added_and_reported(built):
 def test_redundant_answers_reach_the_teacher_targets(built):
     """With redundant_answer_relevance on, the batch marks which chunks hold each answer span; an answer in several
     spans changes L_dist and L_within (the other spans ranked below the evidence; L_within alone with
-    redundant_answer_in_dist off), while a batch whose answers are
-    one span each gives exactly the losses of the recipe without it, under sentence chunks and under fragments that
-    cut an answer sentence in two."""
+    redundant_answer_in_dist off), while a batch whose answers are one span each gives exactly the losses of the
+    recipe without it, under sentence chunks and under fragments that cut an answer sentence in two."""
     from contextembed.modeling import ContextEmbedProcessor
     from contextembed.training.batches import BatchCollator
     from contextembed.training.model import ContextTrainingModel
