@@ -228,30 +228,52 @@ class ContextEmbedder:
         return self._convert(quantize(np.zeros((0, output_dim or self.output_dim), np.float32), precision,
                                       self.config.int8_clip_sigmas, self.config.int8_scheme), convert_to_tensor)
 
+    def encode_tokenized(
+        self,
+        rows: Sequence[dict],
+        *,
+        batch_size: int = 32,
+        max_tokens_per_batch: int | None = None,
+        show_progress_bar: bool | None = None,
+        output_dim: int | None = None,
+        precision: Precision = "float32",
+        normalize: bool = True,
+    ) -> list[np.ndarray]:
+        """Embed documents already tokenised by `processor.tokenize_documents` (its rows, for documents or queries):
+        one `(n_chunks, dim)` array per row, as `encode_documents` / `encode_queries` give for the same texts. For a
+        caller that tokenises anyway: the server tokenises each request once, to check its limits and count its
+        usage before it queues it, and embeds those rows."""
+        _check_options(batch_size, max_tokens_per_batch, precision, normalize)
+        return self._encode_rows(list(rows), batch_size=batch_size, max_tokens_per_batch=max_tokens_per_batch,
+                                 show_progress_bar=show_progress_bar, output_dim=output_dim, precision=precision,
+                                 normalize=normalize, unit="documents")
+
     def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, output_dim,
                 precision, normalize, long_documents, empty_chunks, warn_long_chunks=False) -> list[np.ndarray]:
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if precision != "float32" and not normalize:
-            raise ValueError(f"precision={precision!r} codes unit vectors: keep normalize=True")
-        if max_tokens_per_batch is None:
-            max_tokens_per_batch = default_max_tokens_per_batch(self.device)
-        for name, value in (("batch_size", batch_size), ("max_tokens_per_batch", max_tokens_per_batch)):
-            if not is_integer(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        _check_options(batch_size, max_tokens_per_batch, precision, normalize)
         if len(documents) == 0:
             check_output_dim(self.config, output_dim)  # no forward pass runs to check it
             return []
-
         rows = self.processor.tokenize_documents(documents, task=task, titles=titles, long_documents=long_documents,
                                                  empty_chunks=empty_chunks)
         if warn_long_chunks:
             _warn_long_chunks(rows, self.config.max_seq_length)
+        return self._encode_rows(rows, batch_size=batch_size, max_tokens_per_batch=max_tokens_per_batch,
+                                 show_progress_bar=show_progress_bar, output_dim=output_dim, precision=precision,
+                                 normalize=normalize, unit="documents" if task == "document" else "queries")
+
+    def _encode_rows(self, rows, *, batch_size, max_tokens_per_batch, show_progress_bar, output_dim, precision,
+                     normalize, unit) -> list[np.ndarray]:
+        if max_tokens_per_batch is None:
+            max_tokens_per_batch = default_max_tokens_per_batch(self.device)
+        if len(rows) == 0:
+            check_output_dim(self.config, output_dim)
+            return []
         batches = token_budget_batches([len(r["input_ids"]) for r in rows], batch_size, max_tokens_per_batch)
         if show_progress_bar is None:
             show_progress_bar = len(batches) > 8
         results: list[np.ndarray | None] = [None] * len(rows)
-        progress = _progress(batches, show_progress_bar, "documents" if task == "document" else "queries")
+        progress = _progress(batches, show_progress_bar, unit)
         scheme = self.config.int8_scheme
         if precision in ("int8", "uint8") and scheme == "tanh":
             normalize = False  # the tanh scheme codes the raw chunk vector
@@ -289,6 +311,19 @@ class ContextEmbedder:
         with tempfile.TemporaryDirectory() as tmp:
             self.save_pretrained(tmp)
             return api.upload_folder(folder_path=tmp, repo_id=repo_id, commit_message=commit_message)
+
+
+def _check_options(batch_size, max_tokens_per_batch, precision, normalize) -> None:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision != "float32" and not normalize:
+        raise ValueError(f"precision={precision!r} codes unit vectors: keep normalize=True")
+    checked = {"batch_size": batch_size}
+    if max_tokens_per_batch is not None:  # None: the device's default
+        checked["max_tokens_per_batch"] = max_tokens_per_batch
+    for name, value in checked.items():
+        if not is_integer(value) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def default_max_tokens_per_batch(device: torch.device | str) -> int:

@@ -128,6 +128,43 @@ class TestEncodeQueries:
         assert scores.shape == (1, 4)
 
 
+class TestEncodeTokenized:
+    """Rows the processor has tokenised already (the server tokenises each request once, to check it) embed to
+    exactly what the text methods give."""
+
+    @pytest.mark.parametrize("precision", ["float32", "int8"])
+    def test_document_rows_give_the_document_vectors(self, encoder, precision):
+        rows = encoder.processor.tokenize_documents(DOCS, task="document")
+        got = encoder.encode_tokenized(rows, precision=precision, output_dim=8, max_tokens_per_batch=40)
+        expected = encoder.encode_documents(DOCS, precision=precision, output_dim=8, max_tokens_per_batch=40)
+        assert len(got) == len(DOCS)
+        for a, b in zip(got, expected):
+            assert a.shape == b.shape and a.dtype == b.dtype  # one vector per chunk
+            np.testing.assert_array_equal(a, b)
+
+    def test_query_rows_give_the_query_vectors(self, encoder):
+        queries = ["who is the tenant", "rent"]
+        rows = encoder.processor.tokenize_documents([[q] for q in queries], task="query")
+        np.testing.assert_array_equal(np.concatenate(encoder.encode_tokenized(rows)), encoder.encode_queries(queries))
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"output_dim": 12}, r"output_dim must be one of \[8, 16\], got 12"),
+            ({"precision": "int4"}, "precision must be one of"),
+            ({"batch_size": None}, "batch_size must be a positive integer, got None"),
+            ({"max_tokens_per_batch": 0}, "max_tokens_per_batch must be a positive integer"),
+        ],
+    )
+    def test_bad_options(self, encoder, kwargs, message):
+        rows = encoder.processor.tokenize_documents(DOCS, task="document")
+        with pytest.raises(ValueError, match=message):
+            encoder.encode_tokenized(rows, **kwargs)
+
+    def test_no_rows(self, encoder):
+        assert encoder.encode_tokenized([]) == []
+
+
 def test_token_budget_batches_cover_every_document_once():
     lengths = [5, 90, 7, 6, 33, 33, 2, 64]
     batches = token_budget_batches(lengths, batch_size=3, max_tokens=70)

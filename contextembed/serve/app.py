@@ -24,6 +24,7 @@ from contextembed.serve.protocol import (
     parse_contextualized,
     parse_embeddings,
     response,
+    tokenize_job,
 )
 
 try:
@@ -138,16 +139,11 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             check_output_dim(model.config, job.dim)
         except ValueError as problem:
             raise RequestError(str(problem).replace("output_dim", "the dimension"), param="dimensions") from None
-        # The processor's own tokenization, so the counts are those of the tokens the model will see.
-        counts = [len(ids) for ids in model.processor.tokenize_text([c for d in job.documents for c in d])]
-        start = 0
-        for i, document in enumerate(job.documents):
-            tokens = sum(counts[start : start + len(document)])
-            start += len(document)
+        tokenize_job(job, model.processor)  # once: the counts are those the model will see, the rows what it reads
+        for i, tokens in enumerate(job.document_tokens):
             if tokens > limits.max_document_tokens:
                 raise RequestError(f"document {i} has {tokens} tokens, more than the limit of "
                                    f"{limits.max_document_tokens}", status=413)
-        job.tokens = sum(counts)
         if job.tokens > limits.max_tokens:
             raise RequestError(f"{job.tokens} tokens, more than the limit of {limits.max_tokens} per request",
                                status=413)

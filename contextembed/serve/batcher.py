@@ -4,9 +4,9 @@ Requests wait in a queue bounded by chunks; a full queue is refused at once (`Ov
 `Retry-After`) instead of growing memory. The worker takes the oldest job and every queued job with the same
 (task, precision, dimension) until `max_merged_tokens` tokens are gathered (when clients are concurrent, waiting up
 to `merge_wait` for as many requests as there were clients at work during the last call), and runs them in one call
-of the model, which sorts the documents by length into forward passes of `max_tokens_per_batch` padded tokens and
-never splits a document; each job gets back exactly its documents' vectors, in order. Model work never runs on the
-event loop.
+of the model on the rows each job was tokenised into when it was checked (`tokenize_job`: once per request), which
+sorts the documents by length into forward passes of `max_tokens_per_batch` padded tokens and never splits a
+document; each job gets back exactly its documents' vectors, in order. Model work never runs on the event loop.
 """
 
 from __future__ import annotations
@@ -121,9 +121,9 @@ class Batcher:
             taken = [(job, future) for job, future in taken if future.set_running_or_notify_cancel()]
             if not taken:
                 continue
-            documents = [d for job, _ in taken for d in job.documents]
+            documents = sum(len(job.documents) for job, _ in taken)
             try:
-                vectors = self._encode(taken[0][0], documents)
+                vectors = self._encode([job for job, _ in taken])
             except Exception as error:  # a model error fails the jobs of this call, never the worker
                 logger.exception("a forward pass failed")
                 for _, future in taken:
@@ -134,21 +134,26 @@ class Batcher:
             if vectors is None:
                 continue
             if self.on_batch is not None:
-                self.on_batch(len(documents), sum(job.tokens for job, _ in taken))
-            start = 0
-            for job, future in taken:
-                future.set_result(vectors[start : start + len(job.documents)])
-                start += len(job.documents)
+                self.on_batch(documents, sum(job.tokens for job, _ in taken))
+            for (_, future), result in zip(taken, vectors):
+                future.set_result(result)
 
-    def _encode(self, job: Job, documents: list[list[str]]) -> list[np.ndarray]:
-        options = {"precision": job.precision, "output_dim": job.dim, "show_progress_bar": False,
-                   "batch_size": self.batch_size, "max_tokens_per_batch": self.max_tokens}
-        if job.task == "query":  # each chunk alone, as a query
-            flat = [c for d in documents for c in d]
-            rows = self.model.encode_queries(flat, **options)
-            result, start = [], 0
-            for document in documents:
-                result.append(rows[start : start + len(document)])
-                start += len(document)
-            return result
-        return self.model.encode_documents(documents, **options)
+    def _encode(self, jobs: list[Job]) -> list[list[np.ndarray]]:
+        """Each job's vectors (one array per document), from the rows it was tokenised into, in one call of the
+        model."""
+        rows = [row for job in jobs for row in job.rows]
+        vectors = self.model.encode_tokenized(rows, precision=jobs[0].precision, output_dim=jobs[0].dim,
+                                              show_progress_bar=False, batch_size=self.batch_size,
+                                              max_tokens_per_batch=self.max_tokens)
+        results, start = [], 0
+        for job in jobs:
+            mine = vectors[start : start + len(job.rows)]
+            start += len(job.rows)
+            if job.task == "query":  # a row per chunk: each document's rows stacked
+                stacked, first = [], 0
+                for document in job.documents:
+                    stacked.append(np.concatenate(mine[first : first + len(document)]))
+                    first += len(document)
+                mine = stacked
+            results.append(mine)
+        return results

@@ -66,6 +66,8 @@ class Job:
     dim: int | None
     encoding: str  # how vectors are written back: "float", "base64", "base64_int8", "base64_binary"
     tokens: int = 0
+    document_tokens: list[int] = field(default_factory=list)  # each document's chunk tokens
+    rows: list[dict] = field(default_factory=list)  # the model's input, tokenised once (`tokenize_job`)
     meta: dict = field(default_factory=dict)
 
 
@@ -213,3 +215,25 @@ def response(job: Job, vectors: list[np.ndarray]) -> dict:
     if job.api == "voyage":
         usage = {"total_tokens": job.tokens}
     return {"object": "list", "data": data, "model": job.model, "usage": usage}
+
+
+def tokenize_job(job: Job, processor) -> None:
+    """Tokenise a request once, as the model will read it: `job.rows` (the processor's rows: one per document, or one
+    per chunk for queries, each chunk alone), `job.document_tokens` (each document's chunk tokens) and `job.tokens`
+    (their sum: the usage). The limits are checked on these counts and the batcher embeds these rows, so a request is
+    never tokenised twice. A chunk with no tokens (only characters the tokenizer drops) is the Python API's own
+    `ValueError`, naming it: the request fails alone, before it is queued with others."""
+    if job.task == "query":  # each chunk alone, as a query
+        rows = processor.tokenize_documents([[c] for d in job.documents for c in d], task="query",
+                                            long_documents="window", empty_chunks="error")
+    else:
+        rows = processor.tokenize_documents(job.documents, task="document", long_documents="window",
+                                            empty_chunks="error")
+    counts = [sum(1 for c in row["chunk_ids"] if c >= 0) for row in rows]
+    if job.task == "query":
+        grouped, start = [], 0
+        for document in job.documents:
+            grouped.append(sum(counts[start : start + len(document)]))
+            start += len(document)
+        counts = grouped
+    job.rows, job.document_tokens, job.tokens = rows, counts, sum(counts)

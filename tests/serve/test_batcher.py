@@ -11,7 +11,7 @@ import pytest
 
 import contextembed
 from contextembed.serve.batcher import Batcher, Overloaded
-from contextembed.serve.protocol import Job, RequestError
+from contextembed.serve.protocol import Job, RequestError, tokenize_job
 from tests.modeling.test_windowing import long_document
 
 DOCUMENTS = [["The rent is due on the first.", "She pays it late."], ["Ocean Drive 88."],
@@ -26,11 +26,11 @@ class Recording:
         self.gate, self.entered = threading.Event(), threading.Event()
         self.device = model.device
 
-    def encode_documents(self, documents, **options):
-        self.calls.append((len(documents), options))
+    def encode_tokenized(self, rows, **options):
+        self.calls.append((len(rows), options))
         self.entered.set()
         self.gate.wait(30)
-        return self.model.encode_documents(documents, **options)
+        return self.model.encode_tokenized(rows, **options)
 
     def hold(self, batcher, model):
         """A request the worker is busy with until `gate` is set: what is submitted next queues behind it."""
@@ -47,7 +47,7 @@ def model(built):
 def job(model, documents, precision="float32", task="document") -> Job:
     result = Job(api="voyage", model="tiny", documents=documents, task=task, precision=precision, dim=None,
                  encoding="float")
-    result.tokens = sum(len(ids) for d in documents for ids in model.processor.tokenize_text(d))
+    tokenize_job(result, model.processor)
     return result
 
 
@@ -189,3 +189,24 @@ def test_the_wait_ends_when_as_many_requests_as_clients_at_work_are_back(model):
     finally:
         batcher.close()
     assert [n for n, _ in recording.calls] == [1, 3, 3]
+
+
+
+def test_a_request_is_tokenised_once_into_the_rows_the_model_reads(model):
+    documents = [DOCUMENTS[0], DOCUMENTS[3]]
+    document_job = job(model, documents)
+    assert document_job.rows == model.processor.tokenize_documents(documents, task="document")
+    counts = [sum(len(ids) for ids in model.processor.tokenize_text(d)) for d in documents]
+    assert document_job.document_tokens == counts and document_job.tokens == sum(counts)  # the usage
+    query_job = job(model, documents, task="query")  # each chunk alone, as a query
+    assert len(query_job.rows) == sum(len(d) for d in documents)
+    assert query_job.document_tokens == counts
+
+
+def test_a_chunk_with_no_tokens_fails_its_request_before_it_is_queued(model):
+    """Characters the tokenizer drops leave a chunk with nothing to embed: the Python API's own error, raised when
+    the request is checked, so it never reaches a merged call and fails other clients' requests with it."""
+    with pytest.raises(ValueError, match="document 0, chunk 1 is empty: it has no tokens"):
+        job(model, [["The rent is due.", "\x00\x01"]])
+    with pytest.raises(ValueError, match="query 2 is empty: it has no tokens"):
+        job(model, [["rent", "due"], ["\x00"]], task="query")

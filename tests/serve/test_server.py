@@ -179,6 +179,11 @@ BAD = [
     ("/v1/contextualizedembeddings", {"input": [[]], "model": "tiny"}, 400, "non-empty list of chunk strings"),
     ("/v1/contextualizedembeddings", {"input": [["a", ""]], "model": "tiny"}, 400, "input[0][1] is empty"),
     ("/v1/contextualizedembeddings", {"input": [["a", 3]], "model": "tiny"}, 400, "input[0][1] must be a string"),
+    # text the tokenizer drops entirely: the Python API's own error, found when the request is checked (it fails
+    # alone, never a merged call of other clients' requests)
+    ("/v1/contextualizedembeddings", {"input": [["a", "\x00\x01"]], "model": "tiny"}, 400,
+     "document 0, chunk 1 is empty: it has no tokens"),
+    ("/v1/embeddings", {"input": ["a", "\x00"], "model": "tiny"}, 400, "query 1 is empty: it has no tokens"),
     ("/v1/contextualizedembeddings", {"input": [["a"]], "model": "tiny", "encoding_format": "int4"}, 400,
      "encoding_format must be"),
     ("/v1/contextualizedembeddings", {"inputs": [["a"]], "model": "tiny", "output_dtype": "float16"}, 400,
