@@ -139,8 +139,8 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             check_output_dim(model.config, job.dim)
         except ValueError as problem:
             raise RequestError(str(problem).replace("output_dim", "the dimension"), param="dimensions") from None
-        tokenize_job(job, model.processor)  # once: the counts are those the model will see, the rows what it reads
-        for i, tokens in enumerate(job.document_tokens):
+        # Tokenised once: the counts are those of the tokens the model will see, the rows what it reads.
+        for i, tokens in enumerate(tokenize_job(job, model.processor)):
             if tokens > limits.max_document_tokens:
                 raise RequestError(f"document {i} has {tokens} tokens, more than the limit of "
                                    f"{limits.max_document_tokens}", status=413)

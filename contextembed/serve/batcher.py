@@ -121,7 +121,7 @@ class Batcher:
             taken = [(job, future) for job, future in taken if future.set_running_or_notify_cancel()]
             if not taken:
                 continue
-            documents = sum(len(job.documents) for job, _ in taken)
+            documents = sum(len(job.documents) for job, _ in taken)  # for the metrics
             try:
                 vectors = self._encode([job for job, _ in taken])
             except Exception as error:  # a model error fails the jobs of this call, never the worker
@@ -150,10 +150,6 @@ class Batcher:
             mine = vectors[start : start + len(job.rows)]
             start += len(job.rows)
             if job.task == "query":  # a row per chunk: each document's rows stacked
-                stacked, first = [], 0
-                for document in job.documents:
-                    stacked.append(np.concatenate(mine[first : first + len(document)]))
-                    first += len(document)
-                mine = stacked
+                mine = np.split(np.concatenate(mine), np.cumsum([len(d) for d in job.documents])[:-1])
             results.append(mine)
         return results

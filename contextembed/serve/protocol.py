@@ -66,7 +66,6 @@ class Job:
     dim: int | None
     encoding: str  # how vectors are written back: "float", "base64", "base64_int8", "base64_binary"
     tokens: int = 0
-    document_tokens: list[int] = field(default_factory=list)  # each document's chunk tokens
     rows: list[dict] = field(default_factory=list)  # the model's input, tokenised once (`tokenize_job`)
     meta: dict = field(default_factory=dict)
 
@@ -217,23 +216,21 @@ def response(job: Job, vectors: list[np.ndarray]) -> dict:
     return {"object": "list", "data": data, "model": job.model, "usage": usage}
 
 
-def tokenize_job(job: Job, processor) -> None:
-    """Tokenise a request once, as the model will read it: `job.rows` (the processor's rows: one per document, or one
-    per chunk for queries, each chunk alone), `job.document_tokens` (each document's chunk tokens) and `job.tokens`
-    (their sum: the usage). The limits are checked on these counts and the batcher embeds these rows, so a request is
-    never tokenised twice. A chunk with no tokens (only characters the tokenizer drops) is the Python API's own
-    `ValueError`, naming it: the request fails alone, before it is queued with others."""
+def tokenize_job(job: Job, processor) -> list[int]:
+    """Tokenise a request once, as the model will read it, into `job.rows` (the processor's rows: one per document,
+    or one per chunk for queries, each chunk alone) and `job.tokens` (its chunks' tokens: the usage); returns each
+    document's chunk tokens, for the limits. The batcher embeds these rows, so a request is never tokenised twice. A
+    chunk with no tokens (only characters the tokenizer drops) is the Python API's own `ValueError`, naming it: the
+    request fails alone, before it is queued with others."""
     if job.task == "query":  # each chunk alone, as a query
-        rows = processor.tokenize_documents([[c] for d in job.documents for c in d], task="query",
-                                            long_documents="window", empty_chunks="error")
+        documents = [[c] for d in job.documents for c in d]
     else:
-        rows = processor.tokenize_documents(job.documents, task="document", long_documents="window",
-                                            empty_chunks="error")
-    counts = [sum(1 for c in row["chunk_ids"] if c >= 0) for row in rows]
-    if job.task == "query":
-        grouped, start = [], 0
-        for document in job.documents:
-            grouped.append(sum(counts[start : start + len(document)]))
-            start += len(document)
-        counts = grouped
-    job.rows, job.document_tokens, job.tokens = rows, counts, sum(counts)
+        documents = job.documents
+    job.rows = processor.tokenize_documents(documents, task=job.task, long_documents="window", empty_chunks="error")
+    counts = iter(sum(1 for c in row["chunk_ids"] if c >= 0) for row in job.rows)
+    if job.task == "query":  # a row per chunk: each document's rows summed
+        per_document = [sum(next(counts) for _ in d) for d in job.documents]
+    else:
+        per_document = list(counts)
+    job.tokens = sum(per_document)
+    return per_document

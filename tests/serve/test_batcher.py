@@ -191,16 +191,17 @@ def test_the_wait_ends_when_as_many_requests_as_clients_at_work_are_back(model):
     assert [n for n, _ in recording.calls] == [1, 3, 3]
 
 
-
 def test_a_request_is_tokenised_once_into_the_rows_the_model_reads(model):
     documents = [DOCUMENTS[0], DOCUMENTS[3]]
-    document_job = job(model, documents)
-    assert document_job.rows == model.processor.tokenize_documents(documents, task="document")
     counts = [sum(len(ids) for ids in model.processor.tokenize_text(d)) for d in documents]
-    assert document_job.document_tokens == counts and document_job.tokens == sum(counts)  # the usage
+    document_job = Job(api="voyage", model="tiny", documents=documents, task="document", precision="float32",
+                       dim=None, encoding="float")
+    assert tokenize_job(document_job, model.processor) == counts  # each document's tokens, for the limits
+    assert document_job.rows == model.processor.tokenize_documents(documents, task="document")
+    assert document_job.tokens == sum(counts)  # the usage
     query_job = job(model, documents, task="query")  # each chunk alone, as a query
-    assert len(query_job.rows) == sum(len(d) for d in documents)
-    assert query_job.document_tokens == counts
+    assert query_job.rows == model.processor.tokenize_documents([[c] for d in documents for c in d], task="query")
+    assert query_job.tokens == sum(counts)
 
 
 def test_a_chunk_with_no_tokens_fails_its_request_before_it_is_queued(model):
