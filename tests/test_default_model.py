@@ -65,10 +65,11 @@ def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache
     assert trained.config.window_head_tokens == WINDOW_HEAD_TOKENS > 0  # the opening reaches every later window
 
 
-@pytest.mark.parametrize("name, carried", [(BUILD15_MODEL_NAME, 48), (BUILD10_MODEL_NAME, 48), (BUILD8_MODEL_NAME, 32), (BUILD7_MODEL_NAME, 0)])
+@pytest.mark.parametrize("name, carried", [(BUILD15_MODEL_NAME, 48), (BUILD10_MODEL_NAME, 48), (BUILD8_MODEL_NAME, 32),
+                                           (BUILD7_MODEL_NAME, 0)])
 def test_the_earlier_defaults_load_by_name_as_they_shipped(default_model_cache, name, carried):
     previous = contextembed.load(name)
-    assert previous.model.config.window_head_tokens == carried  # as each shipped: build 7 none, build 8 32, builds 10 and 15 48
+    assert previous.model.config.window_head_tokens == carried  # as shipped: build 7 none, build 8 32, 10 and 15 48
     assert "default model** (build" in (named_model_path(name) / "README.md").read_text()
     current = contextembed.load()
     a, b = (m.encode_queries(["who pays for electricity?"])[0] for m in (previous, current))
