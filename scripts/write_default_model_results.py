@@ -345,7 +345,10 @@ def training_summary() -> list[str]:
         "spread (sd 0.024); the rise of EvidenceRecall@10 is larger than it (sd 0.028). A second seed (a measurement "
         "declared before it ran, paired with build 15's seed 1, not shipped) agrees in sign: 0.707 vs 0.705, "
         "EvidenceRecall@10 69.9 vs 67.9; two seeds each 0.697 vs 0.690 and 73.1 vs 70.4. Records: "
-        "`scripts/default_model_run/build19_candidate.json`, `build19_seed1.json`."]
+        "`scripts/default_model_run/build19_candidate.json`, `build19_seed1.json`. Build 20 (not shipped): L_within's "
+        "weight 4.0 → 8.0, seed 0, under the same kind of rule against build 19 (decision mean at least 0.687 and a "
+        "higher EvidenceRecall@10 than 76.3): decision mean 0.668 (held-out FAQ Answer@10 60.3 → 51.5), "
+        "EvidenceRecall@10 78.4, so it failed; record `scripts/default_model_run/build20_candidate.json`."]
 
 
 def main() -> None:
