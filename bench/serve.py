@@ -235,7 +235,7 @@ def main() -> int:
         round_.update(p50_ratio=p50 / per_document, p99_ratio=p99 / per_document)
         lines.append(f"| {clients} | {'no' if merged == 'unmerged' else 'yes'} | "
                      f"{'JSON floats' if merged == 'merged-float' else 'base64 float32'} | "
-                     f"{round_['throughput_ratio']:.2f} | {p50 / per_document:.1f} | {p99 / per_document:.1f} |")
+                     f"{round_['throughput_ratio']:.3f} | {p50 / per_document:.1f} | {p99 / per_document:.1f} |")
     gain = data["rounds"][f"merged/{top}"]["throughput_ratio"] / data["rounds"][f"unmerged/{top}"]["throughput_ratio"]
     data["batching_gain"] = gain
     lines += ["", f"Batching gain at {top} clients (merged ÷ one request per call, throughput): {gain:.2f}.", "",
@@ -248,7 +248,7 @@ def main() -> int:
               "padded batch, and float noise can move a code across a rounding boundary)."]
     write_result("serve", "python bench/serve.py " + " ".join(sys.argv[1:]), lines, data)
     print("\n".join(lines))
-    print(f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.2f}")
+    print(f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.3f}")
     return 0
 
 
