@@ -33,10 +33,8 @@ def test_sentence_transformers_usage(default_model_cache, capsys):
 
 
 def test_int8_search(default_model_cache, capsys):
-    """int8 ranks the documents as float32 does, up to ties finer than its codes resolve (leases whose scores differ
-    by less than 1e-3 may swap). Which lease float32 puts first is the model's quality, not the int8 scheme's: the
-    published lease counts (test below) hold the default to it. Build 22 ranks Cedar Road first for this Mill Lane
-    question and Mill Lane second (build 19 ranked Mill Lane first)."""
+    """int8 ranks the documents as float32 does, up to ties finer than its codes resolve (two leases score 0.4929
+    and 0.4928 for this query: either may come third)."""
     import ast
 
     import contextembed
@@ -50,8 +48,7 @@ def test_int8_search(default_model_cache, capsys):
     results = model.encode_documents([d.text for d in documents], chunker="sentences")
     query = model.encode_queries(["What is the late fee for the apartment at 3 Mill Lane?"])[0]
     score = {d.path: float((r.embeddings @ query).max()) for d, r in zip(documents, results)}
-    assert int8_docs[0] == float_docs[0]
-    assert "lease-mill-lane.txt" in float_docs  # the asked lease is among the top three
+    assert int8_docs[0] == float_docs[0] == "lease-mill-lane.txt"
     for rank, (a, b) in enumerate(zip(float_docs, int8_docs)):
         assert a == b or abs(score[a] - score[b]) < 1e-3, f"rank {rank + 1}: {a} ({score[a]:.4f}) vs {b} ({score[b]:.4f})"
 
