@@ -57,6 +57,10 @@ class ContextEmbedConfig(PreTrainedConfig):
             Fraction of a window shared with the next one when a document is longer than `max_seq_length`.
         window_head_tokens (`int`, *optional*, defaults to `0`):
             Opening tokens of a document carried into every later window as context (never pooled).
+        document_mix (`float`, *optional*, defaults to `0.0`):
+            Weight of the document's mean token state in each chunk's pooled state: a chunk's vector is made from
+            `(1 - document_mix) * its tokens' mean + document_mix * the mean of all the document's chunk tokens`
+            (every window's). 0 pools each chunk's own tokens only; a one-chunk document (a query) is unchanged.
         bidirectional (`bool`, *optional*, defaults to `True`):
             Run decoder backbones without a causal mask (`text_config.is_causal = False`).
         default_precision (`str`, *optional*, defaults to `"float32"`):
@@ -88,6 +92,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         max_seq_length: int | None = None,
         window_overlap: float = 0.5,
         window_head_tokens: int = 0,
+        document_mix: float = 0.0,
         bidirectional: bool = True,
         default_precision: str = "float32",
         int8_clip_sigmas: float = 5.0,
@@ -119,6 +124,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         self.max_seq_length = max_seq_length if max_seq_length is not None else self._backbone_positions()
         self.window_overlap = window_overlap
         self.window_head_tokens = window_head_tokens
+        self.document_mix = document_mix
         self.bidirectional = bidirectional
         self.default_precision = default_precision
         self.int8_clip_sigmas = int8_clip_sigmas
@@ -189,6 +195,9 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
         if not is_integer(self.window_head_tokens) or self.window_head_tokens < 0:
             raise ValueError(f"window_head_tokens must be a non-negative integer, got {self.window_head_tokens!r}")
+        if isinstance(self.document_mix, bool) or not isinstance(self.document_mix, numbers.Real) \
+                or not 0.0 <= self.document_mix < 1.0:
+            raise ValueError(f"document_mix must be a number in [0, 1), got {self.document_mix!r}")
         if self.int8_scheme not in INT8_SCHEMES:
             raise ValueError(f"int8_scheme must be one of {INT8_SCHEMES}, got {self.int8_scheme!r}")
         if not self.int8_clip_sigmas > 0:

@@ -81,6 +81,26 @@ def chunk_means(sums: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     return sums / counts.clamp(min=1.0).unsqueeze(-1)
 
 
+def mix_document_mean(means: torch.Tensor, sums: torch.Tensor, counts: torch.Tensor, weight: float) -> torch.Tensor:
+    """Each non-empty chunk's mean (B, C, W) moved toward its document's mean: `(1 - weight) * chunk + weight * doc`.
+
+    The document's mean is over every token of every chunk (sums and counts added over the chunks), so in a document
+    run in windows every chunk also carries what the other windows read, and memory stays that of the sums. A
+    one-chunk document (a query) is unchanged; a chunk with no tokens stays a zero row.
+
+    >>> sums, counts = torch.tensor([[[6.0], [4.0], [0.0]]]), torch.tensor([[3.0, 1.0, 0.0]])  # means 2 and 4
+    >>> mix_document_mean(chunk_means(sums, counts), sums, counts, 0.5).squeeze(-1).tolist()  # document: 10 / 4
+    [[2.25, 3.25, 0.0]]
+    >>> mix_document_mean(chunk_means(sums, counts), sums, counts, 0.0).squeeze(-1).tolist()
+    [[2.0, 4.0, 0.0]]
+    """
+    if not weight:
+        return means
+    document = sums.sum(1, keepdim=True) / counts.sum(1, keepdim=True).clamp(min=1.0).unsqueeze(-1)  # (B, 1, W)
+    mixed = (1.0 - weight) * means + weight * document
+    return torch.where((counts > 0).unsqueeze(-1), mixed, means)
+
+
 def late_chunk_mean(hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_chunks: int) -> torch.Tensor:
     """Mean of each chunk's token states, (B, T, H) -> (B, C, H) in fp32; an empty chunk is a zero row.
 
@@ -295,8 +315,9 @@ def late_chunk_head(
 ) -> torch.Tensor:
     """Per-chunk sums (B, C, W) and token counts (B, C) -> chunk vectors (B, C, D), in fp32.
 
-    The mean of each chunk's states, the projection when it was not applied to the sums already (`projection`;
-    a linear map without bias commutes with the mean), the Matryoshka cut (default `config.output_dim`), L2
+    The mean of each chunk's states (moved toward its document's mean by `config.document_mix`), the projection
+    when it was not applied to the sums already (`projection`; a linear map without bias commutes with the mean and
+    the mix), the Matryoshka cut (default `config.output_dim`), L2
     normalisation (default `config.normalize`) and zero rows for padding chunks. The torch model and the exported
     backends both end here, so a backend is only a core that produces the sums and counts.
 
@@ -306,7 +327,7 @@ def late_chunk_head(
     [[[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]]
     """
     check_output_dim(config, output_dim)
-    pooled = chunk_means(sums, counts)  # (B, C, W)
+    pooled = mix_document_mean(chunk_means(sums, counts), sums, counts, config.document_mix)  # (B, C, W)
     if projection is not None:
         weight = next(projection.parameters(), pooled)
         pooled = projection(pooled.to(weight.dtype)).float()  # (B, C, D)

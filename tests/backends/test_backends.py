@@ -230,3 +230,17 @@ def test_onnx_carries_the_opening_like_torch(built, tmp_path):
     assert_same_vectors(reference, onnx, documents, atol=1e-4)
     carried = onnx.encode_documents(documents)
     assert np.abs(carried[0][-1] - carried[1][-1]).max() > 1e-4  # the last window sees the edited opening
+
+
+def test_onnx_mixes_the_document_like_torch(built, tmp_path):
+    """With document_mix set, the exported graph's sums give torch's vectors: the mix is in the shared head."""
+    import json
+
+    path = shutil.copytree(built["bert"][0], tmp_path / "mix")
+    config = json.loads((path / "config.json").read_text())
+    config["document_mix"] = 0.3
+    (path / "config.json").write_text(json.dumps(config))
+    export(path, "onnx")
+    reference, onnx = contextembed.load(path), contextembed.load(path, backend="onnx")
+    assert reference.model.config.document_mix == onnx.model.config.document_mix == 0.3
+    assert_same_vectors(reference, onnx, batch_of_new_shapes(seed=5), atol=1e-4)

@@ -24,6 +24,9 @@ class TestValidation:
             ({"embedding_dim": -1}, "embedding_dim must be a positive integer"),
             ({"window_overlap": 1.0}, r"window_overlap must be in \[0, 1\)"),
             ({"window_head_tokens": -3}, "window_head_tokens must be a non-negative integer"),
+            ({"document_mix": 1.0}, r"document_mix must be a number in \[0, 1\)"),
+            ({"document_mix": -0.1}, r"document_mix must be a number in \[0, 1\)"),
+            ({"document_mix": "0.2"}, r"document_mix must be a number in \[0, 1\)"),
             ({"int8_clip_sigmas": 0}, "int8_clip_sigmas must be positive"),
             ({"chunk_token": ""}, "chunk_token must be a non-empty string"),
             ({"text_config": {"hidden_size": 8}}, "text_config must name its `model_type`"),
@@ -39,7 +42,8 @@ class TestRoundTrip:
     @pytest.mark.parametrize("family", ["bert", "modernbert", "qwen3"])
     def test_save_and_load(self, tmp_path, family):
         config = ContextEmbedConfig(text_config=tiny_text_config(family, 100), embedding_dim=16,
-                                    matryoshka_dims=[8, 16], query_prefix="query: ", window_head_tokens=4)
+                                    matryoshka_dims=[8, 16], query_prefix="query: ", window_head_tokens=4,
+                                    document_mix=0.25)
         config.save_pretrained(tmp_path)
         loaded = ContextEmbedConfig.from_pretrained(tmp_path)
         assert loaded.to_dict() == config.to_dict()

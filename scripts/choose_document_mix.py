@@ -1,0 +1,87 @@
+"""Measure `document_mix` (each chunk's pooled state moved toward its document's mean) on the validation sets only.
+
+    python scripts/choose_document_mix.py validation/ --model contextembed-all-MiniLM-L6-v2 \\
+        --mixes 0 0.1 0.2 0.3 --out runs/document-mix.json
+
+For each model and each weight it runs late chunking (`run_context_bench`, float32, the model's own
+`window_head_tokens`) on the six validation sets (scripts/build_training_data.py's held-out source, held-out generator,
+long families and held-out FAQ; scripts/handwritten_families.py's near and far families; never the shipped evaluation
+sets) and prints, per weight, the decision figures the default model's builds are chosen by:
+
+- the decision mean: the mean of hand-written near and far Answer@1, held-out near and far Answer@1 (each the mean of
+  the held-out source's and the held-out generator's), long-family Answer@1 and held-out FAQ Answer@10;
+- the EvidenceRecall@10 mean over the six sets, and each set's Document@1, AllEvidence@10 and Answer@10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import contextembed
+from contextembed.evaluation.context_bench import run_context_bench
+from contextembed.evaluation.loaders import load_context_bench
+
+SETS = ("heldout-source", "heldout-generator", "long-family", "heldout-faq", "handwritten-near", "handwritten-far")
+
+
+def near_far(results: dict, queries) -> dict:
+    """Answer@1 over the near and over the far queries (capabilities end in `/near` or `/far`)."""
+    counts: dict[str, int] = {}
+    for query in queries:
+        counts[query.capability] = counts.get(query.capability, 0) + 1
+    row = {}
+    for distance in ("near", "far"):
+        scores = [(c["Answer@1"], counts[name]) for name, c in results.get("by_capability", {}).items()
+                  if name.endswith("/" + distance)]
+        total = sum(n for _, n in scores)
+        if total:
+            row[f"Answer@1 {distance}"] = sum(a * n for a, n in scores) / total
+    return row
+
+
+def decision(per_set: dict) -> dict:
+    """The decision figures and their mean, and the EvidenceRecall@10 mean, from each set's figures."""
+    figures = {
+        "handwritten-near": per_set["handwritten-near"]["Answer@1"],
+        "handwritten-far": per_set["handwritten-far"]["Answer@1"],
+        "heldout near": (per_set["heldout-source"]["Answer@1 near"] + per_set["heldout-generator"]["Answer@1 near"]) / 2,
+        "heldout far": (per_set["heldout-source"]["Answer@1 far"] + per_set["heldout-generator"]["Answer@1 far"]) / 2,
+        "long-family": per_set["long-family"]["Answer@1"],
+        "heldout-faq Answer@10": per_set["heldout-faq"]["Answer@10"],
+    }
+    evidence = {name: per_set[name]["EvidenceRecall@10"] for name in SETS}
+    return {"decision figures": {k: round(v, 4) for k, v in figures.items()},
+            "decision mean": round(sum(figures.values()) / len(figures), 4),
+            "EvidenceRecall@10 mean": round(sum(evidence.values()) / len(evidence), 4)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("validation", type=Path, help="folder holding the six validation sets")
+    parser.add_argument("--model", nargs="+", default=["contextembed-all-MiniLM-L6-v2"])
+    parser.add_argument("--mixes", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3])
+    parser.add_argument("--out", type=Path, default=Path("runs/document-mix.json"))
+    args = parser.parse_args()
+    sets = {name: load_context_bench(args.validation / name) for name in SETS}
+    table = {}
+    for name in args.model:
+        model = contextembed.load(name)
+        for mix in args.mixes:
+            model.model.config.document_mix = mix
+            per_set = {}
+            for s, (documents, queries) in sets.items():
+                late = run_context_bench(model, documents, queries, ks=[1, 10], modes=("contextual",),
+                                         show_progress_bar=False)["contextual"]
+                per_set[s] = {k: v for k, v in late.items() if k != "by_capability"} | near_far(late, queries)
+            table[f"{name} mix={mix}"] = {"sets": per_set, **decision(per_set)}
+            row = table[f"{name} mix={mix}"]
+            print(f"{name} mix={mix}: decision mean {row['decision mean']}, EvidenceRecall@10 mean "
+                  f"{row['EvidenceRecall@10 mean']}, {json.dumps(row['decision figures'])}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
