@@ -63,6 +63,9 @@ class TrainConfig:
     # Opening tokens carried into later windows, one amount drawn per batch (empty: the checkpoint's own), so a
     # model trains under the carried context it will run with and the amount can be chosen afterwards.
     window_head_choices: list[int] = field(default_factory=list)
+    # The head's document_mix during training and in the saved checkpoint (None: the checkpoint's own), so a model
+    # trains with the mix it will run with.
+    document_mix: float | None = None
     save_steps: int = 200
     soup_size: int = 3
     bf16: bool = True
@@ -121,6 +124,9 @@ class TrainConfig:
         heads = self.window_head_choices
         if not isinstance(heads, list) or any(not _is(h, _INT) or h < 0 for h in heads):
             raise ValueError(f"window_head_choices must be a list of integers >= 0, got {heads!r}")
+        mix = self.document_mix
+        if mix is not None and not (_is(mix, _FLOAT) and 0 <= mix < 1):
+            raise ValueError(f"document_mix must be a number in [0, 1) or null, got {mix!r}")
         if self.batch_size < 2:
             raise ValueError("batch_size must be at least 2: the other documents of a batch are the negatives")
 

@@ -65,6 +65,8 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
     documents = _fit_length(documents, processor, config.max_document_tokens)
     torch.manual_seed(config.seed)
     base = ContextEmbedModel.from_pretrained(checkpoint, dtype=torch.float32)
+    if config.document_mix is not None:
+        base.config.document_mix = config.document_mix  # trained with, and saved with, the mix it runs with
     batches = PlannedBatches(documents, config)  # refuses data that forms no batch, before any writing
     model = ContextTrainingModel(base, config)
     logger.info("training %d parameters (LoRA rank %d, separator row%s)",

@@ -55,6 +55,7 @@ BAD_CONFIGS = {
     "matryoshka dims": ({"matryoshka_dims": [0]}, "matryoshka_dims must be a non-empty list of positive integers"),
     "head choices": ({"window_head_choices": [32, -1]}, r"window_head_choices must be a list of integers >= 0"),
     "head choices not a list": ({"window_head_choices": 32}, r"window_head_choices must be a list"),
+    "document mix": ({"document_mix": 1.0}, r"document_mix must be a number in \[0, 1\) or null"),
 }
 
 
