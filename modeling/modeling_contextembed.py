@@ -560,6 +560,7 @@ __all__ = [
     "late_chunk_mean",
     "late_chunk_sums",
     "loading_problems",
+    "mix_document_mean",
     "pad_token_id",
     "plan_windows",
     "window_length",

@@ -354,7 +354,12 @@ def training_summary() -> list[str]:
         "record `scripts/default_model_run/build21_candidate.json`. Build 22 (not shipped): both changes together, seed "
         "0, the same rule: decision mean 0.689, EvidenceRecall@10 77.0, so it passed (a second seed agrees in sign by "
         "as little, 0.710 vs 0.707), but it fails an existing test (the int8 example ranks the wrong lease first) and "
-        "lost the example leases (22/30), so build 19 stays; records `build22_candidate.json`, `build22_seed1.json`."]
+        "lost the example leases (22/30), so build 19 stays; records `build22_candidate.json`, `build22_seed1.json`. "
+        "Build 23 (not shipped): build 19's weights with the head's `document_mix` w (each chunk's pooled state moved "
+        "toward its document's mean), w in 0.1-0.5 under the same rule: EvidenceRecall@10 fell as w rose (75.5 at "
+        "0.1, 72.2 at 0.5) while Document@1 rose, so no weight passed; record `build23_candidate.json`. Build 24 (not "
+        "shipped): build 19's recipe trained with `document_mix` 0.2, seed 0, the same rule: decision mean 0.698, "
+        "EvidenceRecall@10 74.7, so it failed; record `build24_candidate.json`."]
 
 
 def main() -> None:
