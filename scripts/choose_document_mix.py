@@ -17,28 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-import contextembed
-from contextembed.evaluation.context_bench import run_context_bench
-from contextembed.evaluation.loaders import load_context_bench
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import contextembed  # noqa: E402
+from choose_window_head import near_far  # noqa: E402
+from contextembed.evaluation.context_bench import run_context_bench  # noqa: E402
+from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 
 SETS = ("heldout-source", "heldout-generator", "long-family", "heldout-faq", "handwritten-near", "handwritten-far")
-
-
-def near_far(results: dict, queries) -> dict:
-    """Answer@1 over the near and over the far queries (capabilities end in `/near` or `/far`)."""
-    counts: dict[str, int] = {}
-    for query in queries:
-        counts[query.capability] = counts.get(query.capability, 0) + 1
-    row = {}
-    for distance in ("near", "far"):
-        scores = [(c["Answer@1"], counts[name]) for name, c in results.get("by_capability", {}).items()
-                  if name.endswith("/" + distance)]
-        total = sum(n for _, n in scores)
-        if total:
-            row[f"Answer@1 {distance}"] = sum(a * n for a, n in scores) / total
-    return row
 
 
 def decision(per_set: dict) -> dict:

@@ -21,20 +21,27 @@ from contextembed.evaluation.context_bench import run_context_bench
 from contextembed.evaluation.loaders import load_context_bench
 
 
-def figures(results: dict, queries) -> dict:
-    """Late chunking's Document@1, Answer@1 and Answer@10 overall, and Answer@1 over near and over far queries."""
-    late = results["contextual"]
-    row = {"Document@1": late["Document@1"], "Answer@1": late["Answer@1"], "Answer@10": late["Answer@10"]}
-    counts = {}
+def near_far(late: dict, queries) -> dict:
+    """Answer@1 over the near and over the far queries (capabilities ending in `/near` or `/far`) of one mode's
+    results, weighted by each capability's queries; a distance no query has is left out."""
+    counts: dict[str, int] = {}
     for query in queries:
         counts[query.capability] = counts.get(query.capability, 0) + 1
+    row = {}
     for distance in ("near", "far"):
         scores = [(c["Answer@1"], counts[name]) for name, c in late.get("by_capability", {}).items()
                   if name.endswith("/" + distance)]
         total = sum(n for _, n in scores)
         if total:
-            row[f"Answer@1 {distance}"] = round(sum(a * n for a, n in scores) / total, 4)
+            row[f"Answer@1 {distance}"] = sum(a * n for a, n in scores) / total
     return row
+
+
+def figures(results: dict, queries) -> dict:
+    """Late chunking's Document@1, Answer@1 and Answer@10 overall, and Answer@1 over near and over far queries."""
+    late = results["contextual"]
+    row = {"Document@1": late["Document@1"], "Answer@1": late["Answer@1"], "Answer@10": late["Answer@10"]}
+    return row | {name: round(value, 4) for name, value in near_far(late, queries).items()}
 
 
 def main() -> None:

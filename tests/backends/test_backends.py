@@ -215,17 +215,24 @@ def test_a_damaged_graph_is_named(exported, tmp_path, damage):
         contextembed.load(path, backend="onnx")
 
 
-def test_onnx_carries_the_opening_like_torch(built, tmp_path):
-    """With window_head_tokens set, every later window carries the opening in the exported graph too."""
+def torch_and_onnx_with(source, path, **settings):
+    """A copy of the checkpoint at `source` with `settings` written into its config, exported: (torch, onnx) encoders,
+    both checked to read the settings."""
     import json
 
-    path = shutil.copytree(built["bert"][0], tmp_path / "head")
+    path = shutil.copytree(source, path)
     config = json.loads((path / "config.json").read_text())
-    config["window_head_tokens"] = 8
-    (path / "config.json").write_text(json.dumps(config))
+    (path / "config.json").write_text(json.dumps(config | settings))
     export(path, "onnx")
     reference, onnx = contextembed.load(path), contextembed.load(path, backend="onnx")
-    assert reference.model.config.window_head_tokens == onnx.model.config.window_head_tokens == 8
+    for name, value in settings.items():
+        assert getattr(reference.model.config, name) == getattr(onnx.model.config, name) == value
+    return reference, onnx
+
+
+def test_onnx_carries_the_opening_like_torch(built, tmp_path):
+    """With window_head_tokens set, every later window carries the opening in the exported graph too."""
+    reference, onnx = torch_and_onnx_with(built["bert"][0], tmp_path / "head", window_head_tokens=8)
     documents = [long_document(40, seed=9), ["she is the company"] + long_document(40, seed=9)[1:]]
     assert_same_vectors(reference, onnx, documents, atol=1e-4)
     carried = onnx.encode_documents(documents)
@@ -234,13 +241,5 @@ def test_onnx_carries_the_opening_like_torch(built, tmp_path):
 
 def test_onnx_mixes_the_document_like_torch(built, tmp_path):
     """With document_mix set, the exported graph's sums give torch's vectors: the mix is in the shared head."""
-    import json
-
-    path = shutil.copytree(built["bert"][0], tmp_path / "mix")
-    config = json.loads((path / "config.json").read_text())
-    config["document_mix"] = 0.3
-    (path / "config.json").write_text(json.dumps(config))
-    export(path, "onnx")
-    reference, onnx = contextembed.load(path), contextembed.load(path, backend="onnx")
-    assert reference.model.config.document_mix == onnx.model.config.document_mix == 0.3
+    reference, onnx = torch_and_onnx_with(built["bert"][0], tmp_path / "mix", document_mix=0.3)
     assert_same_vectors(reference, onnx, batch_of_new_shapes(seed=5), atol=1e-4)
