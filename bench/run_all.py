@@ -68,8 +68,9 @@ def headline(results: Path) -> list[str]:
     if (v := load("serve")) is not None:
         for name, round_ in v["rounds"].items():
             merged, clients = name.split("/")
-            if merged == "merged":
-                rows.append(f"| server throughput ÷ direct encode_documents, {clients} client(s) | "
+            if merged in ("merged", "workers"):
+                server = "server" if merged == "merged" else f"server, {v.get('workers', 2)} workers × 1 thread,"
+                rows.append(f"| {server} throughput ÷ direct encode_documents, {clients} client(s) | "
                             f"{round_['throughput_ratio']:.3f} | ≥ 0.85 at 16 clients |")
         rows.append(f"| server batching gain (merged ÷ one request per pass, 16 clients) | {v['batching_gain']:.2f} | > 1 |")
     if (t := load("stores")) is not None:

@@ -1,6 +1,7 @@
 """The server under concurrent clients vs direct `encode_documents` on the same documents, side by side.
 
     python bench/serve.py [--model contextembed-all-MiniLM-L6-v2] [--documents 160] [--clients 1 4 16] [--repeats 5]
+                          [--workers 2]
 
 Starts `contextembed serve` on a free 127.0.0.1 port (loopback only), sends the shipped recipes set's documents (each
 a list of its sentences, one document per request, Voyage's shape) from N client threads, each holding one
@@ -9,9 +10,10 @@ client (base64, as OpenAI's client asks by default; a setting at the most client
 documents are encoded in this process with `encode_documents` (one call, the library's own batching) between the
 rounds. Reports, per client count: throughput ÷ direct (target ≥ 0.85 at 16 clients; each round against the direct
 runs beside it, median of `--repeats`), p50 / p99 request latency ÷ the median direct time per document; the batching
-gain (16 clients with requests merged ÷ a server started with `--no-request-merging`); and the ceiling batching can
-reach: direct encoding in calls of 16 documents ÷ one call. Bounded: at most `--documents` documents per round,
-loopback only.
+gain (16 clients with requests merged ÷ a server started with `--no-request-merging`); a server of `--workers`
+processes of one thread each (`contextembed serve --workers N --threads-per-worker 1`) at every client count; and the
+ceiling batching can reach: direct encoding in calls of 16 documents ÷ one call. Bounded: at most `--documents`
+documents per round, loopback only.
 """
 
 from __future__ import annotations
@@ -141,12 +143,20 @@ def int8_round(url: str, documents: list[list[str]], clients: Clients) -> list[n
     return clients.run(send, documents)
 
 
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="contextembed-all-MiniLM-L6-v2")
     parser.add_argument("--documents", type=int, default=160)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--repeats", type=int, default=5, help="rounds per setting (median reported)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="processes of the multi-process server measured beside the one-process one (1: skip it)")
     parser.add_argument("--server-option", action="append", default=[],
                         help="one more argument for `contextembed serve` (repeatable), e.g. --server-option=--torch-threads=1")
     args = parser.parse_args()
@@ -170,7 +180,8 @@ def main() -> int:
 
     direct_times = [direct()]
     top = max(args.clients)
-    data = {"documents": len(documents), "chunks": sum(map(len, documents)), "rounds": {}, "repeats": args.repeats}
+    data = {"documents": len(documents), "chunks": sum(map(len, documents)), "rounds": {}, "repeats": args.repeats,
+            "workers": args.workers}
 
     def measure(name: str, url: str, clients: Clients, wire: str = "base64") -> None:
         """`--repeats` rounds, each against the mean of the direct runs just before and after it (so drift on this
@@ -206,6 +217,20 @@ def main() -> int:
         process.terminate()
         process.wait(60)
         pools[top].close()
+    if args.workers > 1:
+        pools = {count: Clients(count) for count in sorted(set(args.clients))}
+        process, url = start_server(args.model, f"--workers={args.workers}", "--threads-per-worker=1",
+                                    *args.server_option)
+        try:
+            round_trip(url, documents[:32], pools[top])
+            for clients in args.clients:
+                measure(f"workers/{clients}", url, pools[clients])
+            served_by_workers = int8_round(url, documents, pools[top])
+        finally:
+            process.terminate()
+            process.wait(60)
+            for pool in pools.values():
+                pool.close()
     ceiling = []
     for _ in range(args.repeats):  # what batching can reach when only `top` documents are known at once
         grouped = direct(top)
@@ -214,11 +239,16 @@ def main() -> int:
     data["groups_ceiling"] = statistics.median(ceiling)
 
     expected = [model.encode_documents([d], precision="int8", show_progress_bar=False)[0] for d in documents]
-    moved = [int((s.astype(int) != e).sum()) for s, e in zip(served, expected)]
-    largest = max(int(np.abs(s.astype(int) - e).max()) for s, e in zip(served, expected))
     codes = sum(e.size for e in expected)
-    data["int8"] = {"codes": codes, "moved": sum(moved), "documents_with_moved_codes": sum(m > 0 for m in moved),
-                    "largest_move": largest}
+
+    def moved_codes(served: list[np.ndarray]) -> dict:
+        moved = [int((s.astype(int) != e).sum()) for s, e in zip(served, expected)]
+        return {"codes": codes, "moved": sum(moved), "documents_with_moved_codes": sum(m > 0 for m in moved),
+                "largest_move": max(int(np.abs(s.astype(int) - e).max()) for s, e in zip(served, expected))}
+
+    data["int8"] = moved_codes(served)
+    if args.workers > 1:
+        data["int8_workers"] = moved_codes(served_by_workers)
     base = statistics.median(direct_times)
     per_document = base / len(documents)
     data["direct_seconds"] = direct_times
@@ -226,14 +256,16 @@ def main() -> int:
              f"`{args.model}`, clients holding one connection each; direct = one `encode_documents` call on the same "
              f"documents in the bench process. Each round is timed against the mean of the direct runs just before "
              f"and after it; median of {args.repeats} rounds.", "",
-             "| clients | requests merged | vectors on the wire | throughput ÷ direct | p50 latency ÷ direct time per "
-             "document | p99 latency ÷ direct time per document |", "|---|---|---|---|---|---|"]
+             "| clients | server processes × threads | requests merged | vectors on the wire | throughput ÷ direct | "
+             "p50 latency ÷ direct time per document | p99 latency ÷ direct time per document |",
+             "|---|---|---|---|---|---|---|"]
     for name, round_ in data["rounds"].items():
         merged, clients = name.split("/")
+        processes = f"{args.workers} × 1" if merged == "workers" else f"1 × {torch_threads()}"
         latencies = [x for r in round_["repeats"] for x in r["latencies"]]
         p50, p99 = np.percentile(latencies, [50, 99])
         round_.update(p50_ratio=p50 / per_document, p99_ratio=p99 / per_document)
-        lines.append(f"| {clients} | {'no' if merged == 'unmerged' else 'yes'} | "
+        lines.append(f"| {clients} | {processes} | {'no' if merged == 'unmerged' else 'yes'} | "
                      f"{'JSON floats' if merged == 'merged-float' else 'base64 float32'} | "
                      f"{round_['throughput_ratio']:.3f} | {p50 / per_document:.1f} | {p99 / per_document:.1f} |")
     gain = data["rounds"][f"merged/{top}"]["throughput_ratio"] / data["rounds"][f"unmerged/{top}"]["throughput_ratio"]
@@ -244,8 +276,12 @@ def main() -> int:
               "",
               f"int8 codes under load ({top} clients, Perplexity's base64_int8): {data['int8']['moved']} of {codes:,} "
               f"codes differ from the codes of each document encoded alone ({data['int8']['documents_with_moved_codes']}"
-              f" of {len(documents)} documents), by at most {largest} (a request merged with others runs in another "
-              "padded batch, and float noise can move a code across a rounding boundary)."]
+              f" of {len(documents)} documents), by at most {data['int8']['largest_move']} (a request merged with "
+              "others runs in another padded batch, and float noise can move a code across a rounding boundary)."]
+    if args.workers > 1:
+        w = data["int8_workers"]
+        lines.append(f"With {args.workers} workers: {w['moved']} codes differ ({w['documents_with_moved_codes']} "
+                     f"documents), by at most {w['largest_move']}.")
     write_result("serve", "python bench/serve.py " + " ".join(sys.argv[1:]), lines, data)
     print("\n".join(lines))
     print(f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.3f}")

@@ -47,7 +47,7 @@ def load(model: str | ContextEmbedder | None = None, **kwargs) -> ContextEmbedde
     Perplexity's pplx-embed-context-v1 is converted on load. Keyword arguments go to
     `ContextEmbedder.from_pretrained` (`device`, `dtype`, `revision`, `token`, `cache_dir`, `local_files_only`,
     `attn_implementation`, and `backend="onnx"|"openvino"` with `file_name` for a graph `contextembed export`
-    wrote).
+    wrote and `num_threads` for its runtime).
     """
     if isinstance(model, ContextEmbedder):
         if kwargs:

@@ -73,12 +73,14 @@ class ContextEmbedder:
         attn_implementation: str | None = None,
         backend: Backend = "torch",
         file_name: str | None = None,
+        num_threads: int | None = None,
     ) -> ContextEmbedder:
         """Load a local checkpoint directory or a Hub repository (through the Hugging Face cache).
 
         `backend="onnx"` or `"openvino"` runs the graph that `contextembed export` wrote into the checkpoint
         (`file_name` picks another one, e.g. `"onnx/model_qint8.onnx"`) on the CPU, with the same processor,
-        pooling and windowing as torch.
+        pooling and windowing as torch; `num_threads` sets its runtime's threads (default: every core; torch's are
+        the process's own, `torch.set_num_threads`).
         """
         from contextembed.checkpoint import check_checkpoint_files
         from contextembed.convert import convert_pplx, is_pplx_checkpoint
@@ -100,10 +102,13 @@ class ContextEmbedder:
             if any(ignored.values()):
                 raise ValueError(f"backend={backend!r} runs its exported float32 graph on the CPU: "
                                  f"{', '.join(k for k, v in ignored.items() if v)} cannot be set")
-            return cls(BackendModel.from_pretrained(path, backend, file_name),
+            return cls(BackendModel.from_pretrained(path, backend, file_name, num_threads),
                        ContextEmbedProcessor.from_pretrained(path))
         if file_name is not None:
             raise ValueError("file_name picks an exported graph: pass backend='onnx' or 'openvino' with it")
+        if num_threads is not None:
+            raise ValueError("num_threads sets ONNX Runtime's or OpenVINO's threads: torch's are the process's, "
+                             "set with torch.set_num_threads")
         if pplx:  # `contextembed convert` saves the same conversion as a checkpoint
             if attn_implementation is not None:
                 raise ValueError("attn_implementation cannot be set when a pplx checkpoint is converted on load")

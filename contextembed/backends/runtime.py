@@ -35,8 +35,9 @@ class CoreRunner:
     `INPUT_NAMES` order, with the `fingerprint` of the weights it was exported from and its output `width` (either
     `None` when the graph does not say). A file the runtime cannot read is a `ValueError` naming it."""
 
-    def __init__(self, backend: str, path: str | Path):
-        self.backend, self.path = backend, Path(path)
+    def __init__(self, backend: str, path: str | Path, num_threads: int | None = None):
+        """`num_threads`: the runtime's threads for one call (None: its own default, every core)."""
+        self.backend, self.path, self.num_threads = backend, Path(path), num_threads
         try:
             if backend == "onnx":
                 self._load_onnx()
@@ -51,7 +52,11 @@ class CoreRunner:
     def _load_onnx(self) -> None:
         import onnxruntime
 
-        session = onnxruntime.InferenceSession(str(self.path), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        if self.num_threads is not None:
+            options.intra_op_num_threads = self.num_threads
+        self.session = session = onnxruntime.InferenceSession(str(self.path), options,
+                                                              providers=["CPUExecutionProvider"])
         self.fingerprint = session.get_modelmeta().custom_metadata_map.get(FINGERPRINT_KEY)
         width = session.get_outputs()[0].shape[-1]
         self.width = width if isinstance(width, int) else None
@@ -67,7 +72,10 @@ class CoreRunner:
         width = graph.outputs[0].get_partial_shape()[-1]
         self.width = width.get_length() if width.is_static else None
         # float32 inference: on CPUs with bf16 units OpenVINO would otherwise compute in bfloat16 by default.
-        compiled = core.compile_model(graph, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        properties = {"INFERENCE_PRECISION_HINT": "f32"}
+        if self.num_threads is not None:
+            properties["INFERENCE_NUM_THREADS"] = self.num_threads
+        self.compiled = compiled = core.compile_model(graph, "CPU", properties)
         self._run = lambda inputs: tuple(compiled(dict(zip(INPUT_NAMES, inputs))).values())
 
     def __call__(self, inputs):
@@ -80,12 +88,14 @@ class BackendModel:
     device = torch.device("cpu")
     dtype = torch.float32
 
-    def __init__(self, config: ContextEmbedConfig, backend: str, file: Path, fingerprint: str | None = None):
-        """`fingerprint`: the checkpoint's `weights_fingerprint`; the graph must have been exported from it."""
+    def __init__(self, config: ContextEmbedConfig, backend: str, file: Path, fingerprint: str | None = None,
+                 num_threads: int | None = None):
+        """`fingerprint`: the checkpoint's `weights_fingerprint`; the graph must have been exported from it.
+        `num_threads`: the runtime's threads (None: its default)."""
         self.config = config
         self.backend = backend
         self.file = file
-        self._run = CoreRunner(backend, file)
+        self._run = CoreRunner(backend, file, num_threads)
         if self._run.width is not None and self._run.width != config.full_dim:
             raise ValueError(f"{file} computes {self._run.width}-d vectors but the checkpoint's are "
                              f"{config.full_dim}-d: the graph was exported from another checkpoint. Re-run "
@@ -98,7 +108,7 @@ class BackendModel:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, backend: Literal["onnx", "openvino"],
-                        file_name: str | None = None) -> BackendModel:
+                        file_name: str | None = None, num_threads: int | None = None) -> BackendModel:
         if backend not in BACKENDS[1:]:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         module, extra = EXTRAS[backend]
@@ -111,7 +121,10 @@ class BackendModel:
         if not file.is_file():
             raise ValueError(f"{path} has no {file.relative_to(path)}: run `contextembed export {path} --format "
                              f"{backend}` first")
-        return cls(ContextEmbedConfig.from_pretrained(path), backend, file, weights_fingerprint(path))
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or num_threads < 1):
+            raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+        return cls(ContextEmbedConfig.from_pretrained(path), backend, file, weights_fingerprint(path), num_threads)
 
     def eval(self) -> BackendModel:
         return self

@@ -53,14 +53,16 @@ def add_chunk_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-overlap", type=non_negative_int, default=0, help="overlap for --chunker tokens")
 
 
-def load_model(args: argparse.Namespace, model: str | None = None):
-    """The model `args` names (or `model`), on its device, dtype and backend: the one loader of every command."""
+def load_model(args: argparse.Namespace, model: str | None = None, **extra):
+    """The model `args` names (or `model`), on its device, dtype and backend: the one loader of every command.
+    `extra`: more loading options (`num_threads` for a backend)."""
     import contextembed
 
     kwargs = {"device": args.device, "dtype": args.dtype}
     if args.backend != "torch" or args.backend_file is not None:
         kwargs = {"backend": args.backend, "file_name": args.backend_file,
                   **{k: v for k, v in kwargs.items() if v not in (None, "cpu")}}
+    kwargs.update(extra)
     return contextembed.load(model or args.model, **kwargs)
 
 

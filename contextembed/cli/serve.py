@@ -1,9 +1,19 @@
-"""`contextembed serve`: the model behind the OpenAI, Perplexity and Voyage embedding APIs (extra `serve`)."""
+"""`contextembed serve`: the model behind the OpenAI, Perplexity and Voyage embedding APIs (extra `serve`).
+
+One process by default. `--workers N` runs N server processes behind the one port (uvicorn's supervisor: it
+restarts a worker that dies), each with its own copy of the model, its own request merging and
+`--threads-per-worker` threads; the parent hands them the parsed arguments in `CONTEXTEMBED_SERVE_ARGS` and a
+fresh metrics folder in `PROMETHEUS_MULTIPROC_DIR`, so `/metrics` in any worker sums them all.
+"""
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from contextembed.cli import options
@@ -41,6 +51,12 @@ def add_commands(commands) -> None:
                        help="chunks waiting before requests are refused with 503 (default 65536)")
     serve.add_argument("--no-request-merging", action="store_true",
                        help="one request per forward pass (to measure what merging concurrent requests gains)")
+    serve.add_argument("--workers", type=options.positive_int, default=1,
+                       help="server processes behind the port, each with its own copy of the model (default 1; on "
+                            "a CPU, one per core with --threads-per-worker 1 gives the most throughput)")
+    serve.add_argument("--threads-per-worker", type=options.positive_int,
+                       help="threads of each worker's forward passes (default: the CPUs this process may use, "
+                            "divided among the workers)")
     serve.add_argument("--replicas", type=options.positive_int,
                        help="run N copies as Ray Serve replicas behind one port (needs contextembed[ray-serve]; "
                             "joins the cluster at RAY_ADDRESS when set)")
@@ -58,16 +74,23 @@ def api_keys(path: Path | None) -> list[str]:
     return keys
 
 
-def serve_command(args: argparse.Namespace) -> int:
-    try:
-        import uvicorn
+ARGS_ENVIRONMENT = "CONTEXTEMBED_SERVE_ARGS"  # the parent's parsed arguments, for `worker_app` in each worker
 
-        from contextembed.serve import Limits, ServeSettings, create_app
-    except ImportError as error:
-        raise ImportError("contextembed serve needs FastAPI and uvicorn: pip install 'contextembed[serve]'") from error
+
+def threads_per_worker(args: argparse.Namespace) -> int | None:
+    """Each worker's threads: `--threads-per-worker`, else with several workers the CPUs this process may use shared
+    among them, else None (the libraries' own default)."""
+    if args.threads_per_worker is not None or args.workers == 1:
+        return args.threads_per_worker
+    return max(1, len(os.sched_getaffinity(0)) // args.workers)
+
+
+def settings_from(args: argparse.Namespace):
+    """(`ServeSettings`, the model's name) from the arguments; a bad key file fails here, before any model loads."""
     from contextembed.default_model import DEFAULT_MODEL_NAME
+    from contextembed.serve import Limits, ServeSettings
 
-    keys = api_keys(args.api_key_file)  # a bad key file fails before the model loads
+    keys = api_keys(args.api_key_file)
     name = args.model_path or args.model or DEFAULT_MODEL_NAME
     limits = Limits(max_documents=args.max_documents, max_chunks=args.max_chunks, max_tokens=args.max_tokens,
                     max_document_tokens=args.max_document_tokens, max_body_bytes=int(args.max_body_mb * 2**20))
@@ -77,6 +100,46 @@ def serve_command(args: argparse.Namespace) -> int:
                              merge_wait=args.merge_wait_ms / 1000,
                              max_queued_chunks=args.max_queued_chunks,
                              merge_requests=not args.no_request_merging)
+    return settings, name
+
+
+def build_app(args: argparse.Namespace):
+    """The application `args` describe, with its model loaded on `threads_per_worker` threads."""
+    from contextembed.serve import create_app
+
+    settings, name = settings_from(args)
+    threads = threads_per_worker(args)
+    if threads is None:
+        return create_app(options.load_model(args, name), settings)
+    import torch
+
+    torch.set_num_threads(threads)  # torch's threads are the process's (a backend's pooling runs in torch too)
+    extra = {} if args.backend == "torch" else {"num_threads": threads}
+    return create_app(options.load_model(args, name, **extra), settings)
+
+
+def worker_app():
+    """One worker's application (uvicorn's factory, called in each worker process) from the parent's arguments in
+    `CONTEXTEMBED_SERVE_ARGS`."""
+    from contextembed.quiet import quiet_transformers
+
+    saved = json.loads(os.environ[ARGS_ENVIRONMENT])
+    if saved.get("api_key_file") is not None:
+        saved["api_key_file"] = Path(saved["api_key_file"])
+    with quiet_transformers(progress_bars=False):  # as `contextembed` itself loads it: no weight-loading bars
+        return build_app(argparse.Namespace(**saved))
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        import contextembed.serve  # noqa: F401 - the server's own dependencies, named before any model loads
+    except ImportError as error:
+        raise ImportError("contextembed serve needs FastAPI and uvicorn: pip install 'contextembed[serve]'") from error
+    if args.workers > 1 and args.replicas is not None:
+        raise ValueError("--workers runs processes on this machine and --replicas runs Ray Serve replicas: pass one")
+    settings, name = settings_from(args)
     if args.replicas is not None:
         from contextembed.serve import ray_serve
 
@@ -84,7 +147,22 @@ def serve_command(args: argparse.Namespace) -> int:
                                                 replicas=args.replicas, cpus_per_replica=args.cpus_per_replica)
         ray_serve.run(application, host=args.host, port=args.port)
         return 0
-    app = create_app(options.load_model(args, name), settings)
-    print(f"serving {settings.model_names[0]} on http://{args.host}:{args.port}", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    where = f"serving {settings.model_names[0]} on http://{args.host}:{args.port}"
+    if args.workers == 1:
+        app = build_app(args)
+        print(where, flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+        return 0
+    # Several workers: uvicorn's supervisor starts them, and each builds the application itself (`worker_app`).
+    saved = {key: (str(value) if isinstance(value, Path) else value) for key, value in vars(args).items()
+             if key != "func"}
+    metrics = tempfile.mkdtemp(prefix="contextembed-metrics-")  # the workers' shared metrics, removed at exit
+    os.environ[ARGS_ENVIRONMENT] = json.dumps(saved)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics
+    try:
+        print(f"{where} ({args.workers} workers, {threads_per_worker(args)} thread(s) each)", flush=True)
+        uvicorn.run("contextembed.cli.serve:worker_app", factory=True, workers=args.workers, host=args.host,
+                    port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    finally:
+        shutil.rmtree(metrics, ignore_errors=True)
     return 0

@@ -30,7 +30,15 @@ from contextembed.serve.protocol import (
 try:
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, Response
-    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+    from prometheus_client import (
+        CONTENT_TYPE_LATEST,
+        CollectorRegistry,
+        Counter,
+        Gauge,
+        Histogram,
+        generate_latest,
+        multiprocess,
+    )
     from starlette.concurrency import run_in_threadpool
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("the server needs FastAPI, uvicorn and prometheus-client: pip install 'contextembed[serve]'"
@@ -51,25 +59,52 @@ class ServeSettings:
 
 
 class Metrics:
+    """The server's Prometheus metrics. In one process they are read live; when `contextembed serve --workers` runs
+    several processes (`PROMETHEUS_MULTIPROC_DIR` set), each writes its values to that folder and `/metrics`, in
+    whichever worker answers it, sums them over the workers (gauges over the live ones)."""
+
     def __init__(self):
+        self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+        self._tracked: list = []  # (gauge, read) written by `update` when several processes share the metrics
         self.registry = CollectorRegistry()
+        if self.multiprocess:
+            self.exposed = CollectorRegistry()
+            multiprocess.MultiProcessCollector(self.exposed)
+        else:
+            self.exposed = self.registry
         self.requests = Counter("contextembed_requests_total", "Requests by route and status code",
                                 ["route", "code"], registry=self.registry)
         self.latency = Histogram("contextembed_request_seconds", "Request latency", ["route"], registry=self.registry,
                                  buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
-        self.queue = Gauge("contextembed_queue_chunks", "Chunks waiting for a forward pass", registry=self.registry)
+        self.queue = Gauge("contextembed_queue_chunks", "Chunks waiting for a forward pass", registry=self.registry,
+                           multiprocess_mode="livesum")
         self.batch_documents = Histogram("contextembed_batch_documents", "Documents per merged model call",
                                          registry=self.registry, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
         self.tokens = Counter("contextembed_tokens_total", "Tokens embedded (rate() gives tokens/s)",
                               registry=self.registry)
         self.in_flight = Gauge("contextembed_requests_in_flight", "Embedding requests being answered",
-                               registry=self.registry)
+                               registry=self.registry, multiprocess_mode="livesum")
+
+    def track(self, gauge: Gauge, read) -> None:
+        """`gauge` reads `read()`: at every scrape in one process; in several, when `update` writes it."""
+        if self.multiprocess:
+            self._tracked.append((gauge, read))
+        else:
+            gauge.set_function(read)
+
+    def update(self) -> None:
+        """Write the tracked gauges' values (at each request's start and end; one process reads them live)."""
+        for gauge, read in self._tracked:
+            gauge.set(read())
+
+    def latest(self) -> bytes:
+        return generate_latest(self.exposed)
 
 
 def create_app(model, settings: ServeSettings) -> FastAPI:
     metrics = Metrics()
     state: dict = {"in_flight": 0}  # the event loop alone changes it
-    metrics.in_flight.set_function(lambda: state["in_flight"])
+    metrics.track(metrics.in_flight, lambda: state["in_flight"])
 
     def on_batch(documents: int, tokens: int) -> None:
         metrics.batch_documents.observe(documents)
@@ -82,7 +117,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
                                    merge_wait=settings.merge_wait,
                                    max_queued_chunks=settings.max_queued_chunks, merge=settings.merge_requests,
                                    on_batch=on_batch)
-        metrics.queue.set_function(lambda: state["batcher"].depth)
+        metrics.track(metrics.queue, lambda: state["batcher"].depth)
         yield
         await run_in_threadpool(state["batcher"].close)  # in-flight and queued jobs finish first
 
@@ -162,6 +197,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
             job = parse(body, served)
             await run_in_threadpool(check_limits, job)
             future = state["batcher"].submit(job)
+            metrics.update()
             vectors = await asyncio.wrap_future(future)
             payload = await run_in_threadpool(render, job, vectors)  # writing the floats is work too: off the loop
         except RequestError as problem:
@@ -171,6 +207,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
         finally:
             metrics.latency.labels(route).observe(time.perf_counter() - started)
             state["in_flight"] -= 1
+            metrics.update()
         metrics.requests.labels(route, "200").inc()
         return Response(payload, media_type="application/json")
 
@@ -209,7 +246,7 @@ def create_app(model, settings: ServeSettings) -> FastAPI:
     async def prometheus(request: Request):
         if (answer := refused(request, "/metrics")) is not None:
             return answer
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(metrics.latest(), media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, problem: Exception):  # never a traceback to the client

@@ -66,6 +66,22 @@ def test_onnx_matches_torch_on_new_shapes(exported, family):
     )
 
 
+def test_the_runtimes_run_on_the_threads_they_are_given(built, exported, tmp_path):
+    """`num_threads` (what `contextembed serve --workers` gives each worker) sets the runtime's own threads and
+    leaves the vectors as they are."""
+    pytest.importorskip("openvino")
+    onnx = contextembed.load(exported["bert"], backend="onnx")
+    one = contextembed.load(exported["bert"], backend="onnx", num_threads=1)
+    assert one.model._run.session.get_session_options().intra_op_num_threads == 1
+    assert onnx.model._run.session.get_session_options().intra_op_num_threads == 0  # 0: ONNX Runtime's default
+    assert_same_vectors(onnx, one, batch_of_new_shapes(5), atol=1e-6)
+    path = shutil.copytree(built["bert"][0], tmp_path / "bert")
+    export(path, "openvino")
+    openvino = contextembed.load(path, backend="openvino", num_threads=1)
+    assert openvino.model._run.compiled.get_property("INFERENCE_NUM_THREADS") == 1
+    assert_same_vectors(contextembed.load(path, backend="openvino"), openvino, batch_of_new_shapes(5), atol=1e-6)
+
+
 def test_onnx_one_document_alone_equals_in_batch(exported):
     onnx = contextembed.load(exported["bert"], backend="onnx")
     docs = batch_of_new_shapes(4)
@@ -158,6 +174,11 @@ def test_bad_backend_requests(built, exported, tmp_path):
         contextembed.load(exported["bert"], file_name="onnx/model.onnx")
     with pytest.raises(ValueError, match="no torch weights"):
         contextembed.load(exported["bert"], backend="onnx").save_pretrained(tmp_path / "out")
+    with pytest.raises(ValueError, match="torch.set_num_threads"):
+        contextembed.load(exported["bert"], num_threads=1)  # torch's threads are the process's
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+            contextembed.load(exported["bert"], backend="onnx", num_threads=bad)
     with pytest.raises(ValueError, match="format='onnx' only"):
         export(exported["bert"], "openvino", quantize="int8")
     with pytest.raises(ValueError, match="format must be"):

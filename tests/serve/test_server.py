@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import json
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -282,3 +284,68 @@ def _in_flight(url: str) -> int:
         return httpx.get(url + "/health", timeout=1).json()["requests_in_flight"]
     except (httpx.HTTPError, ValueError, KeyError):
         return 0
+
+
+def test_workers_answer_from_several_processes_with_the_same_vectors(checkpoint, reference):
+    before = set(Path(tempfile.gettempdir()).glob("contextembed-metrics-*"))
+    process, url = start(checkpoint, "--workers", "2", "--threads-per-worker", "1", "--max-tokens-per-batch", "256")
+    try:
+        documents = [long_document(12, seed=k) for k in range(16)]
+        expected = reference.encode_documents(documents)
+
+        def call(document):
+            with httpx.Client(timeout=120) as client:  # a connection of its own: either worker may take it
+                return client.post(url + "/v1/contextualizedembeddings", json={
+                    "inputs": [document], "model": "tiny", "input_type": "document"}).json()
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(call, documents))
+        for answer, vectors in zip(answers, expected):
+            got = np.array([c["embedding"] for c in answer["data"][0]["data"]])
+            np.testing.assert_allclose(got, vectors, atol=1e-6, rtol=0)  # one vector per chunk, in order
+
+        processes: set[int] = set()
+        for _ in range(20):  # both workers answer: the kernel hands new connections to either
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                processes |= {h.json()["process"] for h in pool.map(lambda _: httpx.get(url + "/health"), range(32))}
+            if len(processes) == 2:
+                break
+        assert len(processes) == 2 and process.pid not in processes
+
+        def served(_) -> float:  # the answered requests /metrics counts, from whichever worker answers it
+            metrics = httpx.get(url + "/metrics").text
+            assert "contextembed_queue_chunks" in metrics and "contextembed_requests_in_flight" in metrics
+            return sum(float(x.split()[-1]) for x in metrics.splitlines() if x.startswith(
+                'contextembed_requests_total{code="200",route="/v1/contextualizedembeddings"}'))
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            assert set(pool.map(served, range(32))) == {16}  # each worker counts both workers' requests
+
+        body = {"input": [long_document(60, seed=k) for k in range(6)], "model": "tiny"}
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:  # SIGTERM: the workers finish what they answer
+            calls = [pool.submit(httpx.post, url + "/v1/contextualizedembeddings", json=body, timeout=120)
+                     for _ in range(4)]
+            time.sleep(0.5)
+            process.terminate()
+            answers = [c.result() for c in calls]
+        assert process.wait(60) in (0, -15)
+        assert [a.status_code for a in answers] == [200] * 4
+    finally:
+        stop(process)
+    assert set(Path(tempfile.gettempdir()).glob("contextembed-metrics-*")) == before  # its metrics folder is gone
+
+
+def test_workers_options(checkpoint, capsys):
+    import argparse
+
+    from contextembed.cli import main
+    from contextembed.cli.serve import threads_per_worker
+
+    assert main(["serve", str(checkpoint), "--workers", "2", "--replicas", "2"]) == 2
+    assert "pass one" in capsys.readouterr().err
+    cpus = len(os.sched_getaffinity(0))
+    assert threads_per_worker(argparse.Namespace(workers=2, threads_per_worker=None)) == max(1, cpus // 2)
+    assert threads_per_worker(argparse.Namespace(workers=1, threads_per_worker=None)) is None
+    assert threads_per_worker(argparse.Namespace(workers=4, threads_per_worker=3)) == 3
+    with pytest.raises(SystemExit):
+        main(["serve", str(checkpoint), "--workers", "0"])
