@@ -59,6 +59,26 @@ def start_server(model: str, *extra: str) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("the server did not become healthy")
 
 
+def wait_for_workers(url: str, count: int, timeout: float = 120) -> None:
+    """Until `count` server processes answer /health, so no round runs on fewer. Concurrent requests on new
+    connections: the kernel hands them to whichever worker is waiting."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    def health(_) -> int | None:
+        answer = httpx.get(url + "/health", timeout=5)
+        return answer.json()["process"] if answer.status_code == 200 else None
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    with ThreadPoolExecutor(4 * count) as pool:
+        while len(seen) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(seen)} of {count} workers answered")
+            seen |= set(pool.map(health, range(8 * count))) - {None}
+
+
 class Clients:
     """`count` client threads, each holding one `httpx.Client` (one kept-alive connection), as the official clients
     do: OpenAI's, Voyage's and Perplexity's keep one client per process. Opening a client costs tens of milliseconds
@@ -222,6 +242,7 @@ def main() -> int:
         process, url = start_server(args.model, f"--workers={args.workers}", "--threads-per-worker=1",
                                     *args.server_option)
         try:
+            wait_for_workers(url, args.workers)
             round_trip(url, documents[:32], pools[top])
             for clients in args.clients:
                 measure(f"workers/{clients}", url, pools[clients])
@@ -284,7 +305,9 @@ def main() -> int:
                      f"documents), by at most {w['largest_move']}.")
     write_result("serve", "python bench/serve.py " + " ".join(sys.argv[1:]), lines, data)
     print("\n".join(lines))
-    print(f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.3f}")
+    print(f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.3f}"
+          + (f", {args.workers} workers: {data['rounds'][f'workers/{top}']['throughput_ratio']:.3f}"
+             if args.workers > 1 else ""))
     return 0
 
 
