@@ -14,6 +14,7 @@ import json
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from contextembed.serve.batcher import Batcher
 from contextembed.serve.protocol import (
@@ -58,6 +59,26 @@ class ServeSettings:
     merge_requests: bool = True  # False: one request per forward pass (for measuring what merging gains)
 
 
+def forget_dead_workers(folder: str) -> list[int]:
+    """Drop the live gauges (queue, requests in flight) of worker processes that are gone from the shared metrics
+    `folder`, so a worker that died mid-request does not count forever; a worker that replaces it calls this as it
+    starts. Counters and histograms keep the dead worker's counts. Returns the processes forgotten."""
+    gone = set()
+    for path in Path(folder).glob("gauge_live*_*.db"):
+        pid = path.stem.rpartition("_")[2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)  # signal 0: is there such a process?
+        except ProcessLookupError:
+            gone.add(int(pid))
+        except PermissionError:  # there is, run by someone else
+            pass
+    for pid in gone:
+        multiprocess.mark_process_dead(pid, folder)
+    return sorted(gone)
+
+
 class Metrics:
     """The server's Prometheus metrics. In one process they are read live; when `contextembed serve --workers` runs
     several processes (`PROMETHEUS_MULTIPROC_DIR` set), each writes its values to that folder and `/metrics`, in
@@ -68,6 +89,7 @@ class Metrics:
         self._tracked: list = []  # (gauge, read) written by `update` when several processes share the metrics
         self.registry = CollectorRegistry()
         if self.multiprocess:
+            forget_dead_workers(os.environ["PROMETHEUS_MULTIPROC_DIR"])
             self.exposed = CollectorRegistry()
             multiprocess.MultiProcessCollector(self.exposed)
         else:
@@ -84,6 +106,9 @@ class Metrics:
                               registry=self.registry)
         self.in_flight = Gauge("contextembed_requests_in_flight", "Embedding requests being answered",
                                registry=self.registry, multiprocess_mode="livesum")
+        self.workers = Gauge("contextembed_workers", "Server processes answering (contextembed serve --workers)",
+                             registry=self.registry, multiprocess_mode="livesum")
+        self.workers.set(1)
 
     def track(self, gauge: Gauge, read) -> None:
         """`gauge` reads `read()`: at every scrape in one process; in several, when `update` writes it."""
