@@ -123,6 +123,9 @@ def worker_app():
     `CONTEXTEMBED_SERVE_ARGS`."""
     from contextembed.quiet import quiet_transformers
 
+    if ARGS_ENVIRONMENT not in os.environ:
+        raise RuntimeError(f"worker_app builds the workers of `contextembed serve --workers N`, which sets "
+                           f"{ARGS_ENVIRONMENT}; it is not set here")
     saved = json.loads(os.environ[ARGS_ENVIRONMENT])
     if saved.get("api_key_file") is not None:
         saved["api_key_file"] = Path(saved["api_key_file"])

@@ -346,6 +346,11 @@ def test_workers_options(checkpoint, capsys):
     assert threads_per_worker(argparse.Namespace(workers=4, threads_per_worker=3)) == 3
     with pytest.raises(SystemExit):
         main(["serve", str(checkpoint), "--workers", "0"])
+    from contextembed.cli.serve import ARGS_ENVIRONMENT, worker_app
+
+    assert ARGS_ENVIRONMENT not in os.environ
+    with pytest.raises(RuntimeError, match="contextembed serve --workers"):
+        worker_app()  # only the server's own workers are given their arguments
 
 
 def test_the_gauges_of_dead_workers_are_forgotten(tmp_path):
