@@ -359,7 +359,10 @@ def training_summary() -> list[str]:
         "toward its document's mean), w in 0.1-0.5 under the same rule: EvidenceRecall@10 fell as w rose (75.5 at "
         "0.1, 72.2 at 0.5) while Document@1 rose, so no weight passed; record `build23_candidate.json`. Build 24 (not "
         "shipped): build 19's recipe trained with `document_mix` 0.2, seed 0, the same rule: decision mean 0.698, "
-        "EvidenceRecall@10 74.7, so it failed; record `build24_candidate.json`."]
+        "EvidenceRecall@10 74.7, so it failed; record `build24_candidate.json`. Build 25 (not shipped): build 19's "
+        "weights carrying 32 or 64 opening tokens into later windows instead of 48 (never chosen again since build 10), "
+        "the same rule: decision mean 0.674 and 0.670, EvidenceRecall@10 76.7 and 76.8, so neither passed and 48 "
+        "stays; record `build25_candidate.json`."]
 
 
 def main() -> None:
