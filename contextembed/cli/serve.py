@@ -82,7 +82,8 @@ def threads_per_worker(args: argparse.Namespace) -> int | None:
     among them, else None (the libraries' own default)."""
     if args.threads_per_worker is not None or args.workers == 1:
         return args.threads_per_worker
-    return max(1, len(os.sched_getaffinity(0)) // args.workers)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cpus // args.workers)
 
 
 def settings_from(args: argparse.Namespace):
@@ -140,8 +141,9 @@ def serve_command(args: argparse.Namespace) -> int:
         import contextembed.serve  # noqa: F401 - the server's own dependencies, named before any model loads
     except ImportError as error:
         raise ImportError("contextembed serve needs FastAPI and uvicorn: pip install 'contextembed[serve]'") from error
-    if args.workers > 1 and args.replicas is not None:
-        raise ValueError("--workers runs processes on this machine and --replicas runs Ray Serve replicas: pass one")
+    if args.replicas is not None and (args.workers > 1 or args.threads_per_worker is not None):
+        raise ValueError("--workers and --threads-per-worker run processes on this machine, --replicas runs Ray Serve "
+                         "replicas (their CPUs: --cpus-per-replica): pass one")
     settings, name = settings_from(args)
     if args.replicas is not None:
         from contextembed.serve import ray_serve

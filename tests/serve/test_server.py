@@ -340,6 +340,8 @@ def test_workers_options(checkpoint, capsys):
 
     assert main(["serve", str(checkpoint), "--workers", "2", "--replicas", "2"]) == 2
     assert "pass one" in capsys.readouterr().err
+    assert main(["serve", str(checkpoint), "--threads-per-worker", "1", "--replicas", "2"]) == 2
+    assert "--cpus-per-replica" in capsys.readouterr().err
     cpus = len(os.sched_getaffinity(0))
     assert threads_per_worker(argparse.Namespace(workers=2, threads_per_worker=None)) == max(1, cpus // 2)
     assert threads_per_worker(argparse.Namespace(workers=1, threads_per_worker=None)) is None
