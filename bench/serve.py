@@ -19,6 +19,7 @@ documents per round, loopback only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import statistics
 import subprocess
@@ -126,6 +127,24 @@ class Clients:
         return results
 
 
+@contextlib.contextmanager
+def serving(model: str, options: list[str], client_counts: list[int], warm_up: list[list[str]], workers: int = 1):
+    """A server started with `options` and a pool of clients for each count, both closed after: the server's
+    `workers` processes all answer, and one round of the `warm_up` documents (connections open, first passes run)
+    comes before any timed round."""
+    pools = {count: Clients(count) for count in sorted(set(client_counts))}
+    process, url = start_server(model, *options)
+    try:
+        wait_for_workers(url, workers)
+        round_trip(url, warm_up, pools[max(pools)])
+        yield url, pools
+    finally:
+        process.terminate()
+        process.wait(60)
+        for pool in pools.values():
+            pool.close()
+
+
 def round_trip(url: str, documents: list[list[str]], clients: Clients, wire: str = "base64"
                ) -> tuple[float, list[float]]:
     """Seconds until every document is back as vectors in the client (each document its own request), and each
@@ -215,43 +234,19 @@ def main() -> int:
         data["rounds"][name] = {"repeats": rounds,
                                 "throughput_ratio": statistics.median(r["direct_seconds"] / r["seconds"] for r in rounds)}
 
-    pools = {count: Clients(count) for count in sorted(set(args.clients))}
-    process, url = start_server(args.model, *args.server_option)
-    try:
-        round_trip(url, documents[:32], pools[top])  # warm-up: connections open, first passes run
+    with serving(args.model, args.server_option, args.clients, documents[:32]) as (url, pools):
         for clients in args.clients:
             measure(f"merged/{clients}", url, pools[clients])
         measure(f"merged-float/{top}", url, pools[top], wire="float")
         served = int8_round(url, documents, pools[top])
-    finally:
-        process.terminate()
-        process.wait(60)
-        for pool in pools.values():
-            pool.close()
-    pools = {top: Clients(top)}
-    process, url = start_server(args.model, "--no-request-merging", *args.server_option)
-    try:
-        round_trip(url, documents[:32], pools[top])
+    with serving(args.model, ["--no-request-merging", *args.server_option], [top], documents[:32]) as (url, pools):
         measure(f"unmerged/{top}", url, pools[top])
-    finally:
-        process.terminate()
-        process.wait(60)
-        pools[top].close()
     if args.workers > 1:
-        pools = {count: Clients(count) for count in sorted(set(args.clients))}
-        process, url = start_server(args.model, f"--workers={args.workers}", "--threads-per-worker=1",
-                                    *args.server_option)
-        try:
-            wait_for_workers(url, args.workers)
-            round_trip(url, documents[:32], pools[top])
+        options = [f"--workers={args.workers}", "--threads-per-worker=1", *args.server_option]
+        with serving(args.model, options, args.clients, documents[:32], workers=args.workers) as (url, pools):
             for clients in args.clients:
                 measure(f"workers/{clients}", url, pools[clients])
             served_by_workers = int8_round(url, documents, pools[top])
-        finally:
-            process.terminate()
-            process.wait(60)
-            for pool in pools.values():
-                pool.close()
     ceiling = []
     for _ in range(args.repeats):  # what batching can reach when only `top` documents are known at once
         grouped = direct(top)

@@ -104,11 +104,10 @@ def settings_from(args: argparse.Namespace):
     return settings, name
 
 
-def build_app(args: argparse.Namespace):
-    """The application `args` describe, with its model loaded on `threads_per_worker` threads."""
+def build_app(args: argparse.Namespace, settings, name: str):
+    """The application serving `name` with `settings`, its model loaded on `threads_per_worker(args)` threads."""
     from contextembed.serve import create_app
 
-    settings, name = settings_from(args)
     threads = threads_per_worker(args)
     if threads is None:
         return create_app(options.load_model(args, name), settings)
@@ -130,8 +129,9 @@ def worker_app():
     saved = json.loads(os.environ[ARGS_ENVIRONMENT])
     if saved.get("api_key_file") is not None:
         saved["api_key_file"] = Path(saved["api_key_file"])
+    args = argparse.Namespace(**saved)
     with quiet_transformers(progress_bars=False):  # as `contextembed` itself loads it: no weight-loading bars
-        return build_app(argparse.Namespace(**saved))
+        return build_app(args, *settings_from(args))
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -154,7 +154,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return 0
     where = f"serving {settings.model_names[0]} on http://{args.host}:{args.port}"
     if args.workers == 1:
-        app = build_app(args)
+        app = build_app(args, settings, name)
         print(where, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
         return 0
