@@ -85,11 +85,12 @@ class Metrics:
     whichever worker answers it, sums them over the workers (gauges over the live ones)."""
 
     def __init__(self):
-        self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")  # set by `contextembed serve --workers`
+        self.multiprocess = bool(folder)
         self._tracked: list = []  # (gauge, read) written by `update` when several processes share the metrics
         self.registry = CollectorRegistry()
-        if self.multiprocess:
-            forget_dead_workers(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+        if folder:
+            forget_dead_workers(folder)
             self.exposed = CollectorRegistry()
             multiprocess.MultiProcessCollector(self.exposed)
         else:
