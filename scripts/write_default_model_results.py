@@ -98,7 +98,8 @@ def comparison(trained: dict, int8: dict, untrained: dict, previous: dict[str, d
     rows = [
         ("recipes", "Document@1", None), ("recipes", "Answer@1", None), ("recipes", "Answer@10", None),
         ("recipes", "Answer@1", "shared step (entity identity)"), ("recipes", "EvidenceRecall@10", None),
-        ("recipes", "AllEvidence@10", None),
+        ("recipes", "EvidenceRecall@10", "ingredients (section scope)"),
+        ("recipes", "EvidenceRecall@10", "shared step (entity identity)"), ("recipes", "AllEvidence@10", None),
         ("pyfaq", "Document@1", None), ("pyfaq", "Answer@10", None),
         ("pyfaq", "EvidenceRecall@10", None), ("pyfaq", "AllEvidence@10", None),
         ("wikipacks", "Document@1", None), ("wikipacks", "Answer@1", None),
@@ -164,8 +165,11 @@ def targets(folder: Path, trained: dict, int8: dict, untrained: dict, previous: 
                  all(f >= 7 for f in families)))
     for dataset in ("recipes", "pyfaq", "wikipacks"):
         t, u = (metric(r, dataset, "contextual", "EvidenceRecall@10") for r in (trained, untrained))
+        ceiling = trained[dataset]["contextual"].get("EvidenceRecallCeiling@10", 1.0)
+        capped = (f"; a ranking with every accepted answer first reaches at most {100 * ceiling:.1f} here"
+                  if ceiling < 1.0 else "")
         rows.append((f"{dataset} EvidenceRecall@10 ≥ untrained ({u:.1f})", f"{t:.1f} (AllEvidence@10 "
-                     f"{metric(trained, dataset, 'contextual', 'AllEvidence@10'):.1f})", t >= u))
+                     f"{metric(trained, dataset, 'contextual', 'AllEvidence@10'):.1f}{capped})", t >= u))
     g_t, g_u = (100 * r["wikiguard"]["test"]["ndcg@10"] for r in (trained, untrained))
     rows.append((f"guard nDCG@10 within 2 points of untrained ({g_u:.1f})", f"{g_t:.1f}", g_t >= g_u - 2))
     for label, results in previous.items():

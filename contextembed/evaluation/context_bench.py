@@ -11,6 +11,12 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   EvidenceRecall@K = 1[rank(d*) <= 10] * (recovered groups / groups);
 - **All-Evidence@K** = 1[rank(d*) <= 10] * 1[every group recovered].
 
+Where a query accepts several answer sentences (every line of an ingredient list), all but the top one stay in the
+ranking, so an embedding that ranks every answer above the rest of d* leaves only K - (answers - 1) places for the
+evidence. `answers_first_ceiling` is the most such an embedding can reach (`EvidenceRecallCeiling@K`,
+`AllEvidenceCeiling@K`, recorded beside the metrics): a property of the queries, not of the model, and the reason a
+model that finds the answers can score below one that ranks the title first.
+
 Queries without evidence groups are left out of the two evidence means (their number is reported);
 they still count for Document@K and Answer@K.
 
@@ -142,6 +148,44 @@ def evidence_at_k(
     return (float(gated) * sum(recovered) / len(recovered), float(gated and all(recovered)))
 
 
+def answers_first_ceiling(answers: Sequence[str], groups: Sequence[Sequence[Sequence[str]]], k: int
+                          ) -> tuple[float, float]:
+    """The most (Evidence Recall@k, All-Evidence@k) that a ranking of d*'s sentences with every accepted answer
+    above every other sentence can reach (d* found in the top 10).
+
+    The top answer is removed, the other answers fill the first places of the window, and the evidence gets what
+    is left: the groups recovered are the most whose chosen alternatives' non-answer sentences, together, fit in
+    those places (one sentence may serve several groups; searched exhaustively, as queries have a few groups). An
+    upper bound, exact when no alternative holds an answer sentence.
+
+    >>> groups = [[["d#0"]], [["d#1"]]]                      # a title and a heading
+    >>> answers_first_ceiling(["d#2", "d#3"], groups, k=10)  # one answer left: 9 places for 2 groups
+    (1.0, 1.0)
+    >>> answers_first_ceiling([f"d#{i}" for i in range(2, 12)], groups, k=10)  # 9 answers left: 1 place
+    (0.5, 0.0)
+    >>> answers_first_ceiling([f"d#{i}" for i in range(2, 14)], groups, k=10)  # 11 answers left: none
+    (0.0, 0.0)
+    """
+    if not groups:
+        raise ValueError("answers_first_ceiling needs at least one evidence group")
+    answers = set(answers)
+    places = max(k - max(len(answers) - 1, 0), 0)
+    options = [{frozenset(s for s in alternative if s not in answers) for alternative in group} for group in groups]
+
+    def most(index: int, chosen: frozenset) -> int:
+        if index == len(options):
+            return 0
+        best = most(index + 1, chosen)  # this group left out
+        for alternative in options[index]:
+            union = chosen | alternative
+            if len(union) <= places:
+                best = max(best, 1 + most(index + 1, union))
+        return best
+
+    recovered = most(0, frozenset())
+    return recovered / len(groups), float(recovered == len(groups))
+
+
 def per_query_metrics(
     query_vectors: np.ndarray,
     vectors: np.ndarray,
@@ -207,6 +251,10 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
         for k in ks:
             recall, complete = evidence_at_k(sentence_order, query.answers, query.evidence, k, rank)
             record[f"EvidenceRecall@{k}"], record[f"AllEvidence@{k}"] = recall, complete
+        own = [a for a in query.answers if a in row_index and starts[d_star] <= row_index[a] < starts[d_star + 1]]
+        for k in ks:
+            ceiling = answers_first_ceiling(own, query.evidence, k)
+            record[f"EvidenceRecallCeiling@{k}"], record[f"AllEvidenceCeiling@{k}"] = ceiling
     return record
 
 

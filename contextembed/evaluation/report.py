@@ -38,6 +38,28 @@ def ties_line(results: dict) -> str:
             f"Answer@1 for {', '.join(parts)}.")
 
 
+def ceiling_line(results: dict, k: int) -> str | None:
+    """What an embedding that ranks every accepted answer above the rest of d* can reach in the evidence metrics at
+    `k` (`answers_first_ceiling`), per set and per capability below 100; None where nothing is capped.
+
+    >>> capped = {"EvidenceRecallCeiling@10": 0.75, "AllEvidenceCeiling@10": 0.5}
+    >>> print(ceiling_line({"contextual": {**capped, "by_capability": {"lists": capped}}}, 10))
+    Answers first: an embedding that ranks every accepted answer sentence above the rest of d* reaches at most EvidenceRecall@10 75.0 and AllEvidence@10 50.0 here (lists: 75.0 / 50.0); the answers left after the top one take the places the evidence would need.
+    >>> ceiling_line({"contextual": {"EvidenceRecallCeiling@10": 1.0, "AllEvidenceCeiling@10": 1.0}}, 10) is None
+    True
+    """
+    recall, complete = f"EvidenceRecallCeiling@{k}", f"AllEvidenceCeiling@{k}"
+    metrics = next((m for m in results.values() if recall in m), None)
+    if metrics is None or metrics[recall] >= 1.0:
+        return None
+    parts = [f"{cap}: {_cell(values[recall])} / {_cell(values[complete])}"
+             for cap, values in metrics.get("by_capability", {}).items() if values.get(recall, 1.0) < 1.0]
+    return (f"Answers first: an embedding that ranks every accepted answer sentence above the rest of d* reaches at "
+            f"most EvidenceRecall@{k} {_cell(metrics[recall])} and AllEvidence@{k} {_cell(metrics[complete])} here"
+            + (f" ({'; '.join(parts)})" if parts else "")
+            + "; the answers left after the top one take the places the evidence would need.")
+
+
 def capability_table(results: dict, metrics=("Answer@1", "Answer@10")) -> str:
     """Each of `metrics` per capability (rows) and mode (columns), for the modes that score sentences."""
     modes = [m for m in results if "by_capability" in results[m] and any(

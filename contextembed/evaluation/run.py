@@ -37,7 +37,11 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
             table = report.context_bench_table(results[name], columns) + "\n\n" + report.ties_line(results[name])
             if any("by_capability" in r for r in results[name].values()):
-                table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks])
+                table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks]
+                                                             + [f"EvidenceRecall@{ks[-1]}"])
+            ceiling = report.ceiling_line(results[name], ks[-1])
+            if ceiling:
+                table += "\n\n" + ceiling
         elif layout == "conteb":
             folders = [folder] if any(folder.glob("documents.*")) else sorted(p for p in folder.iterdir() if p.is_dir())
             results[name] = protocols.run_conteb(model, [loaders.load_conteb_task(f) for f in folders], **options)

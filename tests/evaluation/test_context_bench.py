@@ -7,9 +7,12 @@ import json
 import numpy as np
 import pytest
 
+import itertools
+
 from contextembed.evaluation.context_bench import (
     ContextQuery,
     aggregate,
+    answers_first_ceiling,
     evidence_at_k,
     per_query_metrics,
     tie_aware_order,
@@ -43,6 +46,41 @@ class TestEvidence:
     def test_no_groups_is_refused(self):
         with pytest.raises(ValueError, match="at least one evidence group"):
             evidence_at_k(["d#0"], [], [], k=1, doc_rank=1)
+        with pytest.raises(ValueError, match="at least one evidence group"):
+            answers_first_ceiling(["d#0"], [], k=1)
+
+
+def test_answers_first_ceiling_is_the_best_answers_first_ranking():
+    """Oracle: every ranking of a small document that puts all its answers first (answers in any order, then the
+    rest in any order), scored by `evidence_at_k`; the ceiling is their maximum. Alternatives never hold answers
+    here, where the ceiling is exact."""
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        n = int(rng.integers(3, 8))
+        sentences = [f"d#{i}" for i in range(n)]
+        answers = [s for s in sentences if rng.random() < 0.4] or [sentences[0]]
+        others = [s for s in sentences if s not in answers]
+        if not others:
+            continue
+        groups = [[list(rng.choice(others, size=int(rng.integers(1, min(3, len(others)) + 1)), replace=False))
+                   for _ in range(int(rng.integers(1, 3)))] for _ in range(int(rng.integers(1, 4)))]
+        k = int(rng.integers(1, n + 1))
+        best = max(evidence_at_k(list(a) + list(o), answers, groups, k, doc_rank=1)
+                   for a in itertools.permutations(answers) for o in itertools.permutations(others))
+        assert answers_first_ceiling(answers, groups, k) == best
+
+
+def test_answers_first_ceiling_bounds_the_metric_of_an_answers_first_embedding():
+    """Ten answer lines and a title: the embedding that finds every line first loses the title at k=8."""
+    vectors = np.array([[0.0, 1.0]] + [[1.0, 0.0]] * 10, dtype=np.float32)
+    vectors[1:, 1] = np.linspace(0.1, 0.0, 10)
+    row_ids = [f"d#{i}" for i in range(11)]
+    queries = [ContextQuery("q", "ingredients?", ["d"], row_ids[1:], [[["d#0"]]])]
+    (record,) = per_query_metrics(np.array([[1.0, 0.05]], dtype=np.float32), vectors, np.zeros(11, dtype=np.int64),
+                                  row_ids, ["d"], queries, ks=[1, 8, 10])
+    assert record["Answer@1"] == 1.0 and record["EvidenceRecall@1"] == 0.0
+    assert record["EvidenceRecall@8"] == record["EvidenceRecallCeiling@8"] == 0.0
+    assert record["EvidenceRecall@10"] == record["EvidenceRecallCeiling@10"] == 1.0
 
 
 def test_tie_aware_rank_and_order_match_a_sorting_oracle():
@@ -69,7 +107,9 @@ def test_per_query_metrics_on_known_vectors():
     queries = [ContextQuery("q", "text", ["b"], ["b#1"], [[["b#0"]], [["a#0"]]])]
     (record,) = per_query_metrics(query, vectors, row_doc, row_ids, ["a", "b"], queries, ks=[1, 2])
     assert record == {"Document@1": 1.0, "Document@2": 1.0, "Answer@1": 1.0, "Answer@2": 1.0, "tied": 0.0,
-                      "EvidenceRecall@1": 0.5, "AllEvidence@1": 0.0, "EvidenceRecall@2": 0.5, "AllEvidence@2": 0.0}
+                      "EvidenceRecall@1": 0.5, "AllEvidence@1": 0.0, "EvidenceRecall@2": 0.5, "AllEvidence@2": 0.0,
+                      "EvidenceRecallCeiling@1": 0.5, "AllEvidenceCeiling@1": 0.0,
+                      "EvidenceRecallCeiling@2": 1.0, "AllEvidenceCeiling@2": 1.0}
 
 
 def test_float_noise_does_not_decide_a_tie():
