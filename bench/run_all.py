@@ -15,9 +15,11 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["throughput", "peer_afterthoughts", "long_documents", "long_documents_chunks", "search", "search_backends",
-         "search_context_bench_scale", "ray_data", "dtype", "backends", "serve", "stores", "gpu", "gpu_tiny_cpu"]
-COMMANDS = [["throughput.py"], ["peer_afterthoughts.py"], ["long_documents.py"], ["search.py"],
+ORDER = ["throughput", "throughput_local_mix", "peer_afterthoughts", "long_documents", "long_documents_chunks",
+         "search", "search_backends", "search_context_bench_scale", "ray_data", "dtype", "backends", "serve", "stores",
+         "gpu", "gpu_tiny_cpu"]
+COMMANDS = [["throughput.py"], ["throughput.py", "--local-mix", "0.1"], ["peer_afterthoughts.py"],
+            ["long_documents.py"], ["search.py"],
             ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
             ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["backends.py"], ["serve.py"],
             ["stores.py"], ["gpu.py", "--tiny"]]
@@ -32,6 +34,9 @@ def headline(results: Path) -> list[str]:
     if (t := load("throughput")) is not None:
         rows.append(f"| encoding vs a plain forward pass (same tokens, MiniLM, CPU) | {t['ratio_vs_plain']:.3f} | ≥ 0.97 |")
         rows.append(f"| encoding vs each chunk encoded alone | {t['ratio_vs_independent']:.2f} | (what context costs) |")
+    if (x := load("throughput_local_mix")) is not None:
+        rows.append(f"| encoding with local_mix {x['local_mix']:g} vs without | {x['ratio_local_mix']:.2f} | (what the "
+                    "option's second pass costs) |")
     if (p := load("peer_afterthoughts")) is not None:
         rows.append(f"| encoding vs afterthoughts | {p['ratio']:.2f} | ≥ 1.4 |")
         rows.append(f"| chunk cosine vs afterthoughts, mean / min | {p['cosine_mean']:.6f} / {p['cosine_min']:.4f} | "

@@ -7,6 +7,10 @@ pass, pooling, and conversion to numpy. A third line encodes every chunk alone (
 the same backbone, to show what context costs. Repeats are interleaved; medians are compared.
 
     python bench/throughput.py [--docs N] [--repeats R]
+    python bench/throughput.py --local-mix 0.1    # what encode_documents(..., local_mix=0.1) costs instead
+
+With `--local-mix W` it measures `encode_documents` with and without the chunk-alone mix (results in
+`throughput_local_mix`), the cost of that option's second pass.
 
 Default model (MiniLM) on the shipped recipes set (one-sentence chunks). Last line: the ratio.
 """
@@ -34,6 +38,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--model", help="checkpoint (default: the default model)")
+    parser.add_argument("--local-mix", type=float, help="measure encode_documents(..., local_mix=W) against "
+                        "encode_documents instead")
     args = parser.parse_args()
 
     encoder = contextembed.load(args.model)
@@ -58,6 +64,8 @@ def main() -> int:
     def independent():
         encoder.encode_documents(chunks, batch_size=args.batch_size, show_progress_bar=False)
 
+    if args.local_mix is not None:
+        return local_mix_cost(encoder, docs, chunks, tokens, ours, args)
     seconds = interleaved({"plain forward": plain, "contextembed": ours, "chunks alone": independent},
                           repeats=args.repeats)
     ratio = seconds["plain forward"] / seconds["contextembed"]
@@ -77,6 +85,32 @@ def main() -> int:
                  {"seconds": seconds, "ratio_vs_plain": ratio, "ratio_vs_independent": context_cost,
                   "documents": len(docs), "chunks": len(chunks), "tokens": tokens})
     print(f"ratio contextembed/plain-forward throughput: {ratio:.3f}")
+    return 0
+
+
+def local_mix_cost(encoder, docs, chunks, tokens, ours, args) -> int:
+    name = f"contextembed, local_mix {args.local_mix:g}"
+
+    def mixed():
+        encoder.encode_documents(docs, batch_size=args.batch_size, show_progress_bar=False, local_mix=args.local_mix)
+
+    seconds = interleaved({"contextembed": ours, name: mixed}, repeats=args.repeats)
+    ratio = seconds["contextembed"] / seconds[name]
+    lines = [
+        f"{len(docs)} documents, {len(chunks)} one-sentence chunks, {tokens} tokens with late chunking.",
+        "",
+        "| pipeline | median s | relative throughput |",
+        "|---|---|---|",
+        *(f"| {n} | {s:.3f} | {seconds['contextembed'] / s:.2f}× contextembed |" for n, s in seconds.items()),
+        "",
+        f"Throughput with local_mix {args.local_mix:g} / without: **{ratio:.2f}** (a second pass over every chunk "
+        "alone).",
+    ]
+    print("\n".join(lines))
+    write_result("throughput_local_mix", f"python bench/throughput.py --local-mix {args.local_mix:g}", lines,
+                 {"seconds": seconds, "ratio_local_mix": ratio, "local_mix": args.local_mix,
+                  "documents": len(docs), "chunks": len(chunks), "tokens": tokens})
+    print(f"ratio throughput with/without local_mix: {ratio:.3f}")
     return 0
 
 

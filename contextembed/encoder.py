@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
+from contextembed.mixing import check_local_mix, mix_alone
 from contextembed.modeling import (
     ContextEmbedModel,
     ContextEmbedProcessor,
@@ -154,6 +155,7 @@ class ContextEmbedder:
         normalize: bool = True,
         long_documents: LongDocuments = "window",
         empty_chunks: EmptyChunks = "error",
+        local_mix: float = 0.0,
     ) -> list[np.ndarray] | list[ChunkedEmbeddings]:
         """Embed every chunk of every document with the whole document in view.
 
@@ -174,6 +176,10 @@ class ContextEmbedder:
             long_documents: `"window"` (overlapping windows past the model's length) or `"error"`.
             empty_chunks: a chunk with no tokens (empty or whitespace only) is an error (`"error"`, the default,
                 naming the document and chunk) or keeps an all-zero row (`"zero"`).
+            local_mix: w in [0, 1]: each chunk's vector becomes `normalize((1 - w) * contextual + w * alone)`, with
+                `alone` the chunk encoded by itself, so it keeps its own words beside its document (more of the
+                supporting context ranks near the answer). It costs a second, short pass over every chunk; 0 (the
+                default) is one pass. Needs normalised vectors; a query is one chunk, so queries need no mix.
 
         Returns:
             One `(n_chunks, dim)` array per document, in input order; with a chunker, one `ChunkedEmbeddings` each.
@@ -194,11 +200,21 @@ class ContextEmbedder:
                     raise ValueError(f"document {i} produced no chunks (it is empty or only whitespace)")
                 chunk_lists.append(chunks)
             documents = [[c.text for c in chunks] for chunks in chunk_lists]
-        vectors = self._encode(documents, task="document", titles=titles, batch_size=batch_size,
-                               max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
-                               output_dim=output_dim, precision=precision, normalize=normalize,
-                               long_documents=long_documents, empty_chunks=empty_chunks,
+        local_mix = check_local_mix(local_mix)
+        _check_options(batch_size, max_tokens_per_batch, precision, normalize)
+        if local_mix and not normalize:
+            raise ValueError("local_mix mixes unit vectors: keep normalize=True")
+        if local_mix and precision != "float32" and self.config.int8_scheme == "tanh":
+            raise ValueError("local_mix mixes unit vectors, and this checkpoint's int8 scheme ('tanh') codes raw "
+                             "vectors: use precision='float32' and code the mixed vectors yourself")
+        options = {"batch_size": batch_size, "max_tokens_per_batch": max_tokens_per_batch,
+                   "show_progress_bar": show_progress_bar, "output_dim": output_dim, "normalize": normalize,
+                   "long_documents": long_documents, "empty_chunks": empty_chunks}
+        vectors = self._encode(documents, task="document", titles=titles,
+                               precision="float32" if local_mix else precision, **options,
                                warn_long_chunks=chunker is not None)
+        if local_mix:
+            vectors = self._mix_alone(documents, vectors, local_mix, precision, options)
         vectors = [self._convert(v, convert_to_tensor) for v in vectors]
         if chunk_lists is None:
             return vectors
@@ -293,6 +309,18 @@ class ContextEmbedder:
         if precision != "float32":
             results = [quantize(v, precision, self.config.int8_clip_sigmas, scheme) for v in results]
         return results
+
+    def _mix_alone(self, documents, vectors, weight, precision, options) -> list[np.ndarray]:
+        """`vectors` (float32, one array per document) mixed with every chunk encoded alone, then coded."""
+        chunks = [chunk for document in documents for chunk in ([document] if isinstance(document, str) else document)]
+        alone = self._encode([[chunk] for chunk in chunks], task="document",
+                             titles=None, precision="float32", **options)
+        bounds = np.cumsum([0] + [len(v) for v in vectors])
+        mixed = [mix_alone(v, np.concatenate(alone[a:b]) if b > a else v, weight)
+                 for v, a, b in zip(vectors, bounds[:-1], bounds[1:])]
+        if precision == "float32":
+            return mixed
+        return [quantize(v, precision, self.config.int8_clip_sigmas, self.config.int8_scheme) for v in mixed]
 
     def _convert(self, array: np.ndarray, convert_to_tensor: bool):
         return torch.from_numpy(array) if convert_to_tensor else array

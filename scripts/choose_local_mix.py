@@ -3,8 +3,9 @@
     python scripts/choose_local_mix.py validation/ --model contextembed-all-MiniLM-L6-v2 \\
         --mixes 0 0.25 0.5 --out runs/local-mix.json
 
-Each chunk's vector becomes normalize((1 - l) * contextual + l * alone): the late-chunking vector plus the same
-model's vector of the chunk by itself, which carries the chunk's own words. A query (one chunk) is unchanged. For
+Each chunk's vector becomes normalize((1 - l) * contextual + l * alone) (`contextembed.mixing.mix_alone`, what
+`encode_documents(..., local_mix=l)` returns): the late-chunking vector plus the same model's vector of the chunk by
+itself, which carries the chunk's own words. A query (one chunk) is unchanged. For
 each weight l it scores the six validation sets (float32, the model's own `window_head_tokens`) and prints the
 decision figures the default model's builds are chosen by (`choose_document_mix.decision`). The contextual and
 alone vectors are encoded once per set and mixed for every weight.
@@ -26,16 +27,7 @@ from choose_document_mix import SETS, decision  # noqa: E402
 from choose_window_head import near_far  # noqa: E402
 from contextembed.evaluation.context_bench import run_context_bench  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
-
-
-def mix(contextual: np.ndarray, alone: np.ndarray, weight: float) -> np.ndarray:
-    """Unit rows of (1 - weight) * contextual + weight * alone.
-
-    >>> mix(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]), 0.5).round(4).tolist()
-    [[0.7071, 0.7071]]
-    """
-    mixed = (1 - weight) * contextual + weight * alone
-    return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+from contextembed.mixing import mix_alone  # noqa: E402
 
 
 class Mixed:
@@ -43,7 +35,7 @@ class Mixed:
 
     def __init__(self, model, vectors: list[np.ndarray], alone: list[np.ndarray], weight: float):
         self.model, self.weight = model, weight
-        self.vectors = [mix(c, a, weight) for c, a in zip(vectors, alone)]
+        self.vectors = [mix_alone(c, a, weight) for c, a in zip(vectors, alone)]
 
     def encode_queries(self, queries, **options):
         return self.model.encode_queries(queries, **options)

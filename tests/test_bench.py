@@ -15,6 +15,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 CASES = {
     "throughput": ["throughput.py", "--docs", "4", "--repeats", "1"],
+    "throughput_local_mix": ["throughput.py", "--docs", "4", "--repeats", "1", "--local-mix", "0.1"],
     "long_documents": ["long_documents.py", "--lengths", "512", "1024", "--chunks", "300", "600"],
     "search": ["search.py", "--chunks", "5000", "--dim", "64", "--queries", "4", "--repeats", "1"],
     "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],

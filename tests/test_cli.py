@@ -98,6 +98,8 @@ def test_unknown_choices_are_usage_errors(argv, capsys):
     (["search", str(LEASES), "rent", "--chunk-tokens", "0"], "--chunk-tokens"),
     (["encode", str(LEASES), "out", "--batch-size", "-3"], "--batch-size"),
     (["train", "ckpt", "data", "out", "--max-minutes", "-1"], "--max-minutes"),
+    (["evaluate", "--local-mix", "1.5"], "--local-mix"),
+    (["evaluate", "--local-mix", "nan"], "--local-mix"),
     (["build", "bb", "out", "--window-head-tokens", "x"], "--window-head-tokens"),
 ])
 def test_bad_numbers_are_usage_errors_naming_the_flag(argv, flag, capsys):

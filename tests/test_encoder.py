@@ -101,6 +101,57 @@ class TestEncodeDocuments:
             encoder.encode_documents([[]])
 
 
+class TestLocalMix:
+    """`local_mix`: each chunk's vector mixed with the same chunk encoded alone, one vector per chunk still."""
+
+    def test_the_mix_of_the_two_encodings(self, encoder):
+        contextual = encoder.encode_documents(DOCS)
+        alone = encoder.encode_documents([[c] for d in DOCS for c in ([d] if isinstance(d, str) else d)])
+        mixed = encoder.encode_documents(DOCS, local_mix=0.3)
+        assert [m.shape for m in mixed] == [c.shape for c in contextual]  # never fewer vectors than chunks
+        rows = np.cumsum([0] + [len(c) for c in contextual])
+        for m, c, a, b in zip(mixed, contextual, rows[:-1], rows[1:]):
+            expected = 0.7 * c + 0.3 * np.concatenate(alone[a:b])
+            assert np.abs(m - expected / np.linalg.norm(expected, axis=1, keepdims=True)).max() <= 1e-5
+
+    def test_ends_and_one_chunk_documents(self, encoder):
+        plain = encoder.encode_documents(DOCS)
+        assert all(np.array_equal(a, b) for a, b in zip(plain, encoder.encode_documents(DOCS, local_mix=0)))
+        each_alone = encoder.encode_documents(DOCS, local_mix=1.0)
+        assert np.abs(each_alone[0] - np.concatenate(encoder.encode_documents([[c] for c in DOCS[0]]))).max() <= 1e-5
+        mixed = encoder.encode_documents(DOCS, local_mix=0.5)
+        assert np.abs(mixed[1] - plain[1]).max() <= 1e-5  # a one-chunk document (like a query) is unchanged
+
+    def test_context_still_tells_copies_apart(self, encoder):
+        # Two documents that differ only in their first chunk: the shared chunk's vectors differ while any of the
+        # contextual part is left, and are the same vector at local_mix=1.
+        copies = [["acme wrote this.", "the rent is due."], ["zenith wrote this.", "the rent is due."]]
+        for weight, differ in ((0.0, True), (0.5, True), (1.0, False)):
+            a, b = encoder.encode_documents(copies, local_mix=weight)
+            assert (np.abs(a[1] - b[1]).max() > 1e-4) == differ
+
+    def test_codes_chunkers_windows_and_empty_chunks(self, encoder):
+        floats = encoder.encode_documents(DOCS, local_mix=0.2)
+        codes = encoder.encode_documents(DOCS, local_mix=0.2, precision="int8")
+        expected = [contextembed.quantize(f, "int8", encoder.config.int8_clip_sigmas) for f in floats]
+        assert all(np.array_equal(c, e) for c, e in zip(codes, expected))
+        (result,) = encoder.encode_documents(["The lease is for one year. Rent is two."], chunker="sentences",
+                                             local_mix=0.2)
+        assert result.embeddings.shape == (2, 16)
+        assert encoder.encode_documents([["one two three"] * 40], local_mix=0.2)[0].shape == (40, 16)  # windows
+        (kept,) = encoder.encode_documents([["a chunk", " ", "another"]], empty_chunks="zero", local_mix=0.2)
+        assert not kept[1].any() and np.allclose(np.linalg.norm(kept[[0, 2]], axis=1), 1, atol=1e-5)
+
+    @pytest.mark.parametrize("weight", [-0.1, 1.5, float("nan"), True, "0.1", None])
+    def test_bad_weights(self, encoder, weight):
+        with pytest.raises(ValueError, match=r"local_mix must be a number in \[0, 1\], got"):
+            encoder.encode_documents(DOCS, local_mix=weight)
+
+    def test_needs_unit_vectors(self, encoder):
+        with pytest.raises(ValueError, match="local_mix mixes unit vectors: keep normalize=True"):
+            encoder.encode_documents(DOCS, local_mix=0.1, normalize=False)
+
+
 class TestEncodeQueries:
     def test_queries(self, encoder):
         q = encoder.encode_queries(["who is the tenant", "rent"])

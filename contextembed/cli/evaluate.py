@@ -26,6 +26,9 @@ def add_commands(commands) -> None:
     evaluate.add_argument("--chunker", help="for --format beir: split documents into chunks (e.g. sentences)")
     evaluate.add_argument("--precision", choices=["float32", "int8"], default="float32",
                           help="score float vectors or the checkpoint's int8 codes (context-bench layout)")
+    evaluate.add_argument("--local-mix", type=options.unit_float, default=0.0, metavar="W",
+                          help="late chunking with each sentence's vector mixed with it encoded alone, weight W in "
+                               "[0, 1] (encode_documents' local_mix; context-bench layout; default 0)")
     evaluate.add_argument("--store", metavar="URI", help="for --format beir: also write the vectors to this store "
                           "(lancedb://, qdrant://, pgserver://, postgresql://) and retrieve through it, reported "
                           "beside exact search (Recall@1000, nDCG@10)")
@@ -43,6 +46,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     datasets = resolve_datasets(args.data, args.format)  # a mistyped folder fails before the model loads
     if args.ann and not args.store:
         raise ValueError("--ann builds a store's ANN index: give the store with --store URI")
+    if args.local_mix and args.data and args.format != "context-bench":
+        raise ValueError("--local-mix is measured on context-bench datasets (late chunking vs each sentence alone)")
     if args.store and args.format != "beir":
         raise ValueError("--store measures first-stage retrieval: use it with --format beir")
     store = None
@@ -55,17 +60,18 @@ def evaluate_command(args: argparse.Namespace) -> int:
         results, table = evaluate_datasets(model, datasets, ks=args.k, precision=args.precision,
                                            max_tokens=args.max_tokens, chunker=args.chunker,
                                            batch_size=args.batch_size, show_progress_bar=options.progress(args),
-                                           store=store, ann=args.ann)
+                                           store=store, ann=args.ann, local_mix=args.local_mix)
     finally:
         if store is not None:
             store.close()
     precision = "" if args.precision == "float32" else f"; {args.precision} codes"
+    precision += f"; local_mix {args.local_mix:g}" if args.local_mix else ""
     header = (f"Model: {args.model or 'default (all-MiniLM-L6-v2 fine-tuned for late chunking)'}; data: "
               f"{', '.join(datasets)}{precision}; metrics in %.\n\n")
     payload = {"datasets": {n: str(p) for n, (p, _) in datasets.items()},
                "store": redact(args.store) if args.store else None, "ann": args.ann,
                "formats": {n: f for n, (_, f) in datasets.items()}, "precision": args.precision,
-               "model": args.model or "default", "results": results}
+               "local_mix": args.local_mix, "model": args.model or "default", "results": results}
     json_file, md_file = write_results(args.out, payload, header + table)
     print(header + table)
     print(f"\nwrote {json_file} and {md_file}")

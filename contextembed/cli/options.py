@@ -29,6 +29,7 @@ positive_int = _number(int, lambda v: v > 0, "a positive integer")
 non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
 positive_float = _number(float, lambda v: v > 0, "a positive number")
 non_negative_float = _number(float, lambda v: v >= 0 and v != float("inf"), "a non-negative number")
+unit_float = _number(float, lambda v: 0 <= v <= 1, "a number in [0, 1]")
 
 
 def add_model_options(parser: argparse.ArgumentParser, *, output_dim: bool = True) -> None:

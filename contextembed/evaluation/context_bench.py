@@ -285,11 +285,13 @@ def run_context_bench(
     show_progress_bar: bool | None = None,
     precision: str = "float32",
     titles: Sequence[str] | None = None,
+    local_mix: float = 0.0,
 ) -> dict[str, dict[str, float]]:
     """Embed the corpus three ways and score the queries (in `precision`: `float32` or the checkpoint's `int8`).
 
     - `contextual`: each document's sentences embedded with late chunking (one pass per document; with `titles`,
-      each document's title is context in every window, as `encode_documents(..., titles=...)` takes it);
+      each document's title is context in every window, as `encode_documents(..., titles=...)` takes it; with
+      `local_mix`, each sentence's vector mixed with it encoded alone, as `encode_documents(..., local_mix=...)`);
     - `independent`: each sentence embedded alone (the answer/evidence baseline);
     - `whole-document`: one vector per document (the Document@K baseline).
 
@@ -310,6 +312,8 @@ def run_context_bench(
     for mode in modes:
         if mode == "contextual":
             titled = {} if titles is None else {"titles": list(titles)}
+            if local_mix:
+                titled["local_mix"] = local_mix
             vectors = np.concatenate(model.encode_documents([d.sentences for d in documents], **options, **titled))
         elif mode == "independent":
             vectors = np.concatenate(model.encode_documents([[s] for d in documents for s in d.sentences],

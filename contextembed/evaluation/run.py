@@ -15,12 +15,14 @@ from contextembed.evaluation.context_bench import run_context_bench
 
 def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Sequence[int] = (1, 10),
                       precision: str = "float32", max_tokens: int = 512, chunker=None, batch_size: int = 32,
-                      show_progress_bar: bool | None = None, store=None, ann: bool = False) -> tuple[dict, str]:
+                      show_progress_bar: bool | None = None, store=None, ann: bool = False,
+                      local_mix: float = 0.0) -> tuple[dict, str]:
     """Score `model` on each `{name: (folder, layout)}`; returns the results by dataset and their Markdown tables.
 
     context-bench folders run late chunking vs each sentence alone vs one vector per document at `ks` and
-    `precision`; ConTEB folders the ConTEB protocol; BEIR folders the Q2D-Web protocol (truncated to `max_tokens`,
-    documents split by `chunker` when given; also retrieved through `store`, exact or by its ANN index with `ann`).
+    `precision` (late chunking with `encode_documents`' `local_mix`); ConTEB folders the ConTEB protocol; BEIR
+    folders the Q2D-Web protocol (truncated to `max_tokens`, documents split by `chunker` when given; also retrieved
+    through `store`, exact or by its ANN index with `ann`).
     """
     if store is not None and any(layout != "beir" for _, layout in datasets.values()):
         raise ValueError("retrieval through a store is measured on first-stage (BEIR/Q2D layout) datasets: "
@@ -33,7 +35,8 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
     for name, (folder, layout) in datasets.items():
         if layout == "context-bench":
             documents, queries = loaders.load_context_bench(folder)
-            results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision, **options)
+            results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision,
+                                              local_mix=local_mix, **options)
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
             table = report.context_bench_table(results[name], columns) + "\n\n" + report.ties_line(results[name])
             if any("by_capability" in r for r in results[name].values()):

@@ -264,3 +264,10 @@ def test_onnx_mixes_the_document_like_torch(built, tmp_path):
     """With document_mix set, the exported graph's sums give torch's vectors: the mix is in the shared head."""
     reference, onnx = torch_and_onnx_with(built["bert"][0], tmp_path / "mix", document_mix=0.3)
     assert_same_vectors(reference, onnx, batch_of_new_shapes(seed=5), atol=1e-4)
+
+
+def test_onnx_mixes_each_chunk_alone_like_torch(exported):
+    """`local_mix` runs in the facade both backends share: the exported graph gives torch's mixed vectors."""
+    reference = contextembed.load(exported["bert"])
+    onnx = contextembed.load(exported["bert"], backend="onnx")
+    assert_same_vectors(reference, onnx, batch_of_new_shapes(seed=6), atol=1e-4, local_mix=0.2)

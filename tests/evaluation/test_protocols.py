@@ -102,3 +102,32 @@ def test_beir_loader_errors(beir_folder):
     (beir_folder / "qrels" / "bad.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tmissing\t1\n")
     with pytest.raises(ValueError, match=r"bad.tsv:2: unknown query 'q1' or document 'missing'"):
         load_beir(beir_folder)
+
+
+def test_context_bench_local_mix_reaches_each_sentence_alone(encoder):
+    """`local_mix` reaches late chunking only; at 1 every sentence is its vector alone, so late chunking's figures
+    become the independent baseline's, and at 0 they are late chunking's own."""
+    from contextembed.evaluation.context_bench import ContextDocument, ContextQuery, run_context_bench
+
+    class Recording:  # the real encoder, with the options of each encode_documents call written down
+        def __init__(self, inner):
+            self.inner, self.calls = inner, []
+
+        def encode_queries(self, queries, **options):
+            return self.inner.encode_queries(queries, **options)
+
+        def encode_documents(self, documents, **options):
+            self.calls.append((len(documents), options.get("local_mix")))
+            return self.inner.encode_documents(documents, **options)
+
+    documents = [ContextDocument("a", ["paris is a city", "it has a river", "the rent is due"]),
+                 ContextDocument("b", ["rome is a city", "it has a river", "the tenant pays"])]
+    queries = [ContextQuery("q1", "river of rome", ["b"], ["b#1"], [[["b#0"]]]),
+               ContextQuery("q2", "paris rent", ["a"], ["a#2"], [[["a#0"]]])]
+    plain = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
+    recording = Recording(encoder)
+    alone = run_context_bench(recording, documents, queries, modes=("contextual", "independent"), local_mix=1.0)
+    assert recording.calls == [(2, 1.0), (6, None)]  # the two documents mixed, the six sentences alone as ever
+    assert alone["contextual"] == plain["independent"] == alone["independent"]
+    unmixed = run_context_bench(encoder, documents, queries, modes=("contextual",), local_mix=0.0)
+    assert unmixed["contextual"] == plain["contextual"]
