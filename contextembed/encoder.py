@@ -57,6 +57,9 @@ class ContextEmbedder:
     def __init__(self, model: ContextEmbedModel, processor: ContextEmbedProcessor, device: str | None = None):
         self.model = model.eval()
         self.processor = processor
+        # What `encode_documents(local_mix=None)` uses: set it once (`model.local_mix = 0.1`) and every call uses it,
+        # including the calls a RAG framework makes with this encoder. Not saved with the checkpoint.
+        self.local_mix = 0.0
         if device is not None:
             self.model.to(device)
 
@@ -155,7 +158,7 @@ class ContextEmbedder:
         normalize: bool = True,
         long_documents: LongDocuments = "window",
         empty_chunks: EmptyChunks = "error",
-        local_mix: float = 0.0,
+        local_mix: float | None = None,
     ) -> list[np.ndarray] | list[ChunkedEmbeddings]:
         """Embed every chunk of every document with the whole document in view.
 
@@ -180,6 +183,7 @@ class ContextEmbedder:
                 `alone` the chunk encoded by itself, so it keeps its own words beside its document (more of the
                 supporting context ranks near the answer). It costs a second, short pass over every chunk; 0 (the
                 default) is one pass. Needs normalised vectors; a query is one chunk, so queries need no mix.
+                `None`: the encoder's `local_mix` attribute (0 unless set).
 
         Returns:
             One `(n_chunks, dim)` array per document, in input order; with a chunker, one `ChunkedEmbeddings` each.
@@ -200,7 +204,7 @@ class ContextEmbedder:
                     raise ValueError(f"document {i} produced no chunks (it is empty or only whitespace)")
                 chunk_lists.append(chunks)
             documents = [[c.text for c in chunks] for chunks in chunk_lists]
-        local_mix = check_local_mix(local_mix)
+        local_mix = check_local_mix(self.local_mix if local_mix is None else local_mix)
         _check_options(batch_size, max_tokens_per_batch, precision, normalize)
         if local_mix and not normalize:
             raise ValueError("local_mix mixes unit vectors: keep normalize=True")

@@ -142,7 +142,20 @@ class TestLocalMix:
         (kept,) = encoder.encode_documents([["a chunk", " ", "another"]], empty_chunks="zero", local_mix=0.2)
         assert not kept[1].any() and np.allclose(np.linalg.norm(kept[[0, 2]], axis=1), 1, atol=1e-5)
 
-    @pytest.mark.parametrize("weight", [-0.1, 1.5, float("nan"), True, "0.1", None])
+    def test_the_encoder_attribute_sets_every_call(self, encoder):
+        mixed = encoder.encode_documents(DOCS, local_mix=0.3)
+        plain = encoder.encode_documents(DOCS)
+        encoder.local_mix = 0.3
+        try:
+            assert all(np.array_equal(a, b) for a, b in zip(encoder.encode_documents(DOCS), mixed))
+            assert all(np.array_equal(a, b) for a, b in zip(encoder.encode_documents(DOCS, local_mix=0), plain))
+            encoder.local_mix = 2
+            with pytest.raises(ValueError, match=r"local_mix must be a number in \[0, 1\], got 2"):
+                encoder.encode_documents(DOCS)
+        finally:
+            encoder.local_mix = 0.0
+
+    @pytest.mark.parametrize("weight", [-0.1, 1.5, float("nan"), True, "0.1"])
     def test_bad_weights(self, encoder, weight):
         with pytest.raises(ValueError, match=r"local_mix must be a number in \[0, 1\], got"):
             encoder.encode_documents(DOCS, local_mix=weight)

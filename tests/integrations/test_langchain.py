@@ -170,3 +170,19 @@ def test_the_lease_questions_through_a_langchain_retriever(lease_model):
         for store, check in ((contextual, lambda r: assert_contextual(r, slug)), (flat, assert_tie)):
             hits = store.similarity_search_with_score(question, k=n)
             check(clause_ranking([(d.metadata["parent_id"], d.page_content, s) for d, s in hits]))
+
+
+def test_the_encoders_local_mix_reaches_a_retriever(tiny_checkpoint):
+    """`encoder.local_mix` set once: LangChain's document vectors are `encode_documents(..., local_mix=...)`'s, and
+    its query vectors are unchanged (a query is one chunk)."""
+    model = contextembed.load(tiny_checkpoint)
+    documents = [["the lease is for a year", "the tenant pays for power"], ["she owns the house", "rent is due"]]
+    plain = ContextualEmbeddings(model).embed_documents_grouped(documents)
+    model.local_mix = 0.4
+    embeddings = ContextualEmbeddings(model)
+    mixed = embeddings.embed_documents_grouped(documents)
+    for got, want, before in zip(mixed, model.encode_documents(documents, local_mix=0.4), plain):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+        assert np.abs(np.array(got) - np.array(before)).max() > 1e-4
+    np.testing.assert_allclose(embeddings.embed_query("who pays for power"),
+                               model.encode_queries(["who pays for power"])[0], atol=1e-6)
