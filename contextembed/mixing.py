@@ -10,6 +10,7 @@ alone vector, so which copy ranks first is still decided by the contextual part.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -19,12 +20,14 @@ def check_local_mix(weight) -> float:
 
     >>> check_local_mix(0.1)
     0.1
+    >>> check_local_mix(np.float32(0.5))
+    0.5
     >>> check_local_mix(True)
     Traceback (most recent call last):
     ...
     ValueError: local_mix must be a number in [0, 1], got True
     """
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not math.isfinite(weight) \
             or not 0 <= weight <= 1:
         raise ValueError(f"local_mix must be a number in [0, 1], got {weight!r}")
     return float(weight)
