@@ -28,6 +28,7 @@ from contextembed.integrations.grouping import (
     MissingSource,
     encode_grouped,
 )
+from contextembed.mixing import check_local_mix
 
 EMPTY_CHUNKS = ("error", "zero")
 
@@ -45,17 +46,20 @@ class ContextualDocumentEmbedder:
             documents, for unsplit documents).
         empty_chunks: a split with no text (`DocumentSplitter` can emit whitespace-only splits): `"error"`
             (default) or `"zero"` (an all-zero embedding; the document is still returned and stored).
+        local_mix: `encode_documents`' `local_mix` (each split's vector mixed with the split encoded alone; 0, the
+            default, is one pass).
     """
 
     def __init__(self, model: str = "", source_id_field: str = "source_id", order_field: str = "split_id",
                  output_dim: int | None = None, missing_source: MissingSource = "error",
-                 empty_chunks: EmptyChunks = "error"):
+                 empty_chunks: EmptyChunks = "error", local_mix: float = 0.0):
         if missing_source not in MISSING_SOURCE:
             raise ValueError(f"missing_source must be one of {MISSING_SOURCE}, got {missing_source!r}")
         if empty_chunks not in EMPTY_CHUNKS:
             raise ValueError(f"empty_chunks must be one of {EMPTY_CHUNKS}, got {empty_chunks!r}")
         self.model, self.source_id_field, self.order_field = _model_name(model), source_id_field, order_field
         self.output_dim, self.missing_source, self.empty_chunks = output_dim, missing_source, empty_chunks
+        self.local_mix = check_local_mix(local_mix)
         self._model = None
 
     def warm_up(self) -> None:
@@ -65,7 +69,8 @@ class ContextualDocumentEmbedder:
     def to_dict(self) -> dict:
         return default_to_dict(self, model=self.model, source_id_field=self.source_id_field,
                                order_field=self.order_field, output_dim=self.output_dim,
-                               missing_source=self.missing_source, empty_chunks=self.empty_chunks)
+                               missing_source=self.missing_source, empty_chunks=self.empty_chunks,
+                               local_mix=self.local_mix)
 
     @classmethod
     def from_dict(cls, data: dict) -> ContextualDocumentEmbedder:
@@ -83,7 +88,7 @@ class ContextualDocumentEmbedder:
                                  [d.meta.get(self.source_id_field) for d in documents],
                                  [d.meta.get(self.order_field) for d in documents],
                                  missing_source=self.missing_source, empty_chunks=self.empty_chunks,
-                                 what="document", output_dim=self.output_dim)
+                                 what="document", output_dim=self.output_dim, local_mix=self.local_mix)
         return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
 
 

@@ -26,6 +26,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 import contextembed
 from contextembed.integrations.grouping import chunk_lists
+from contextembed.mixing import check_local_mix
 
 COLUMNS = ("doc_id", "chunk_index", "start", "end", "text", "embedding")
 
@@ -39,9 +40,10 @@ class ChunkEmbedder:
     """
 
     def __init__(self, model: str = "", chunker=None, output_dim: int | None = None, device: str | None = None,
-                 dtype: str | None = None):
+                 dtype: str | None = None, local_mix: float = 0.0):
         self.model = contextembed.load(model, device=device, dtype=dtype)
         self.chunker, self.output_dim = chunker, output_dim
+        self.local_mix = check_local_mix(local_mix)  # encode_documents' local_mix (0: one pass)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         names = batch.column_names
@@ -61,14 +63,14 @@ class ChunkEmbedder:
             if self.chunker is not None:
                 raise ValueError("rows with 'chunks' are already split: a chunker applies to 'text' rows only")
             documents = chunk_lists(batch.column("chunks").to_pylist(), "the 'chunks' column")
-            vectors = self.model.encode_documents(documents, output_dim=self.output_dim)
+            vectors = self.model.encode_documents(documents, output_dim=self.output_dim, local_mix=self.local_mix)
             texts = [chunk for chunks in documents for chunk in chunks]
             starts = ends = [None] * len(texts)
         else:
             if self.chunker is None:
                 raise ValueError("rows with raw 'text' need a chunker (for example chunker='sentences')")
             results = self.model.encode_documents(batch.column("text").to_pylist(), chunker=self.chunker,
-                                                    output_dim=self.output_dim)
+                                                    output_dim=self.output_dim, local_mix=self.local_mix)
             vectors = [r.embeddings for r in results]
             chunks = [c for r in results for c in r.chunks]
             texts, starts, ends = [c.text for c in chunks], [c.start for c in chunks], [c.end for c in chunks]
@@ -85,15 +87,18 @@ class ChunkEmbedder:
 
 
 def embed_dataset(dataset, model: str = "", *, chunker=None, output_dim: int | None = None, num_actors: int = 2,
-                  batch_size: int = 16, num_gpus: float = 0, dtype: str | None = None):
+                  batch_size: int = 16, num_gpus: float = 0, dtype: str | None = None, local_mix: float = 0.0):
     """A lazy Ray `Dataset` of chunk rows (see the module docstring) from a dataset of document rows.
 
-    `batch_size` counts documents per call; within a call the encoder batches by tokens.
+    `batch_size` counts documents per call; within a call the encoder batches by tokens. `local_mix` is
+    `encode_documents`' (0: one pass).
     """
+    check_local_mix(local_mix)  # before any actor starts
     from ray.data import ActorPoolStrategy
 
     return dataset.map_batches(
         ChunkEmbedder, fn_constructor_kwargs={"model": model, "chunker": chunker, "output_dim": output_dim,
-                                              "device": "cuda" if num_gpus else None, "dtype": dtype},
+                                              "device": "cuda" if num_gpus else None, "dtype": dtype,
+                                              "local_mix": local_mix},
         compute=ActorPoolStrategy(size=num_actors), batch_size=batch_size, batch_format="pyarrow",
         num_gpus=num_gpus or None)

@@ -106,3 +106,18 @@ def test_the_lease_questions_through_a_haystack_retriever(default_model_cache):
         for store, check in ((contextual, lambda r: assert_contextual(r, slug)), (flat, assert_tie)):
             hits = querying(store, model).run({"query": {"text": QUESTION.format(address)}})["retriever"]["documents"]
             check(clause_ranking([(d.meta["source_id"], d.content, d.score) for d in hits]))
+
+
+def test_local_mix_is_a_serialised_setting(built):
+    """`local_mix` reaches `encode_documents` for each source's splits and travels with the pipeline."""
+    model = str(built["bert"][0])
+    embedder = ContextualDocumentEmbedder(model, local_mix=0.3)
+    splits = [Document(content=c, meta={"source_id": "lease", "split_id": i})
+              for i, c in enumerate(["the lease of the street.", " the rent is monthly.", " she is the tenant."])]
+    got = [d.embedding for d in embedder.run(splits)["documents"]]
+    expected = embedder._model.encode_documents([[d.content for d in splits]], local_mix=0.3)[0]
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert np.abs(np.subtract(got, embedder._model.encode_documents([[d.content for d in splits]])[0])).max() > 1e-4
+    assert ContextualDocumentEmbedder.from_dict(embedder.to_dict()).local_mix == 0.3
+    with pytest.raises(ValueError, match=r"local_mix must be a number in \[0, 1\], got 3"):
+        ContextualDocumentEmbedder(model, local_mix=3)

@@ -80,3 +80,12 @@ def test_the_encode_command_writes_parquet_on_ray(built, local_ray, tmp_path, ca
         np.testing.assert_allclose(np.stack(mine.embedding.to_numpy()), expected.embeddings, atol=1e-5)
     assert "wrote" in capsys.readouterr().out
     assert main(["encode", str(corpus), str(tmp_path / "out"), "--ray-actors", "2"]) == 2  # not an empty folder
+
+
+def test_local_mix_reaches_every_batch(built):
+    model = str(built["bert"][0])
+    table = ChunkEmbedder(model, local_mix=0.3)(pa.table({"id": list(DOCUMENTS), "chunks": list(DOCUMENTS.values())}))
+    expected = np.concatenate(contextembed.load(model).encode_documents(list(DOCUMENTS.values()), local_mix=0.3))
+    np.testing.assert_allclose(np.stack(table.column("embedding").to_pylist()), expected, atol=1e-5)
+    with pytest.raises(ValueError, match=r"local_mix must be a number in \[0, 1\], got -1"):
+        embed_dataset(None, model, local_mix=-1)  # refused before the dataset is touched or an actor starts
