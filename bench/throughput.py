@@ -71,12 +71,7 @@ def main() -> int:
     ratio = seconds["plain forward"] / seconds["contextembed"]
     context_cost = seconds["chunks alone"] / seconds["contextembed"]
     lines = [
-        f"{len(docs)} documents, {len(chunks)} one-sentence chunks, {tokens} tokens with late chunking.",
-        "",
-        "| pipeline | median s | relative throughput |",
-        "|---|---|---|",
-        *(f"| {name} | {s:.3f} | {seconds['contextembed'] / s:.2f}× contextembed |" for name, s in seconds.items()),
-        "",
+        *pipeline_table(docs, chunks, tokens, seconds),
         f"Throughput of contextembed / plain forward on the same tokens: **{ratio:.3f}** (target ≥ 0.97).",
         f"Throughput of contextembed / each chunk encoded alone: **{context_cost:.2f}**.",
     ]
@@ -88,6 +83,18 @@ def main() -> int:
     return 0
 
 
+def pipeline_table(docs, chunks, tokens, seconds: dict[str, float]) -> list[str]:
+    """The corpus line and the table of median seconds, each pipeline's throughput relative to contextembed's."""
+    return [
+        f"{len(docs)} documents, {len(chunks)} one-sentence chunks, {tokens} tokens with late chunking.",
+        "",
+        "| pipeline | median s | relative throughput |",
+        "|---|---|---|",
+        *(f"| {name} | {s:.3f} | {seconds['contextembed'] / s:.2f}× contextembed |" for name, s in seconds.items()),
+        "",
+    ]
+
+
 def local_mix_cost(encoder, docs, chunks, tokens, ours, args) -> int:
     name = f"contextembed, local_mix {args.local_mix:g}"
 
@@ -97,12 +104,7 @@ def local_mix_cost(encoder, docs, chunks, tokens, ours, args) -> int:
     seconds = interleaved({"contextembed": ours, name: mixed}, repeats=args.repeats)
     ratio = seconds["contextembed"] / seconds[name]
     lines = [
-        f"{len(docs)} documents, {len(chunks)} one-sentence chunks, {tokens} tokens with late chunking.",
-        "",
-        "| pipeline | median s | relative throughput |",
-        "|---|---|---|",
-        *(f"| {n} | {s:.3f} | {seconds['contextembed'] / s:.2f}× contextembed |" for n, s in seconds.items()),
-        "",
+        *pipeline_table(docs, chunks, tokens, seconds),
         f"Throughput with local_mix {args.local_mix:g} / without: **{ratio:.2f}** (a second pass over every chunk "
         "alone).",
     ]

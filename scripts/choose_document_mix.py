@@ -46,6 +46,21 @@ def decision(per_set: dict) -> dict:
             "EvidenceRecall@10 mean": round(sum(evidence.values()) / len(evidence), 4)}
 
 
+def set_figures(late: dict, queries) -> dict:
+    """One validation set's figures from late chunking's results: every metric, and Answer@1 near and far."""
+    return {k: v for k, v in late.items() if k != "by_capability"} | near_far(late, queries)
+
+
+def print_row(name: str, row: dict) -> None:
+    print(f"{name}: decision mean {row['decision mean']}, EvidenceRecall@10 mean {row['EvidenceRecall@10 mean']}, "
+          f"{json.dumps(row['decision figures'])}", flush=True)
+
+
+def write_table(out: Path, table: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("validation", type=Path, help="folder holding the six validation sets")
@@ -63,13 +78,10 @@ def main() -> None:
             for s, (documents, queries) in sets.items():
                 late = run_context_bench(model, documents, queries, ks=[1, 10], modes=("contextual",),
                                          show_progress_bar=False)["contextual"]
-                per_set[s] = {k: v for k, v in late.items() if k != "by_capability"} | near_far(late, queries)
+                per_set[s] = set_figures(late, queries)
             table[f"{name} mix={mix}"] = {"sets": per_set, **decision(per_set)}
-            row = table[f"{name} mix={mix}"]
-            print(f"{name} mix={mix}: decision mean {row['decision mean']}, EvidenceRecall@10 mean "
-                  f"{row['EvidenceRecall@10 mean']}, {json.dumps(row['decision figures'])}", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+            print_row(f"{name} mix={mix}", table[f"{name} mix={mix}"])
+    write_table(args.out, table)
 
 
 if __name__ == "__main__":

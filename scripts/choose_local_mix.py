@@ -14,7 +14,6 @@ alone vectors are encoded once per set and mixed for every weight.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,8 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contextembed  # noqa: E402
-from choose_document_mix import SETS, decision  # noqa: E402
-from choose_window_head import near_far  # noqa: E402
+from choose_document_mix import SETS, decision, print_row, set_figures, write_table  # noqa: E402
 from contextembed.evaluation.context_bench import run_context_bench  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 from contextembed.mixing import mix_alone  # noqa: E402
@@ -64,15 +62,13 @@ def main() -> None:
         for weight in args.mixes:
             late = run_context_bench(Mixed(model, vectors, alone, weight), documents, queries, ks=[1, 10],
                                      modes=("contextual",), show_progress_bar=False)["contextual"]
-            per_weight[weight][s] = {k: v for k, v in late.items() if k != "by_capability"} | near_far(late, queries)
+            per_weight[weight][s] = set_figures(late, queries)
         print(f"{s}: " + ", ".join(f"l={w} EvR@10 {per_weight[w][s]['EvidenceRecall@10']:.3f} "
                                    f"Answer@1 {per_weight[w][s]['Answer@1']:.3f}" for w in args.mixes), flush=True)
     table = {f"{args.model} local_mix={w}": {"sets": per_weight[w], **decision(per_weight[w])} for w in args.mixes}
     for name, row in table.items():
-        print(f"{name}: decision mean {row['decision mean']}, EvidenceRecall@10 mean {row['EvidenceRecall@10 mean']}, "
-              f"{json.dumps(row['decision figures'])}", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        print_row(name, row)
+    write_table(args.out, table)
 
 
 if __name__ == "__main__":

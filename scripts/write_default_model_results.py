@@ -186,17 +186,18 @@ def target_rows(folder: Path, trained: dict, int8: dict, untrained: dict, previo
     return rows
 
 
-def targets(folder: Path, trained: dict, int8: dict, untrained: dict, previous: dict[str, dict]) -> list[str]:
-    """The build's targets, each with its measured figure and whether it is met; beside them, where it was
-    measured, the same for the default with `local_mix` (the option, not the default)."""
+def targets(folder: Path, trained: dict, int8: dict, untrained: dict, previous: dict[str, dict],
+            mixed: tuple[dict, dict] | None) -> list[str]:
+    """The build's targets, each with its measured figure and whether it is met; beside them, where `mixed` was
+    measured (the `contextembed evaluate` payloads of the default with `local_mix`, float32 and int8), the same for
+    that option."""
     mark = lambda ok: "✓" if ok else "✗"  # noqa: E731
     rows = target_rows(folder, trained, int8, untrained, previous)
-    if not (folder / "mix" / "results.json").is_file():
+    if mixed is None:
         return ["| target | measured | met |", "|---|---|---|"] + [f"| {t} | {m} | {mark(ok)} |" for t, m, ok in rows]
-    load = lambda name: json.loads((folder / name / "results.json").read_text())  # noqa: E731
-    mixed = load("mix")
-    options = target_rows(folder, mixed["results"], load("mix-int8")["results"], untrained, previous, model="mix")
-    lines = ["| target | measured | met | with `local_mix` " + f"{mixed['local_mix']:g} | met |", "|---|---|---|---|---|"]
+    floats, codes = mixed
+    options = target_rows(folder, floats["results"], codes["results"], untrained, previous, model="mix")
+    lines = ["| target | measured | met | with `local_mix` " + f"{floats['local_mix']:g} | met |", "|---|---|---|---|---|"]
     return lines + [f"| {t} | {m} | {mark(ok)} | {m2} | {mark(ok2)} |"
                     for (t, m, ok), (_, m2, ok2) in zip(rows, options)]
 
@@ -267,13 +268,12 @@ LOCAL_MIX_INTRO = (
     "shipped sets chose nothing.")
 
 
-def local_mix_tables(folder: Path, trained: dict, int8: dict) -> list[str]:
-    """The default with and without `local_mix` on the validation and the shipped sets (`mix`, `mix-int8` and
-    `validation/<set>-mix` in `folder`); nothing where they were not measured."""
-    if not (folder / "mix" / "results.json").is_file():
+def local_mix_tables(folder: Path, trained: dict, int8: dict, mixed: tuple[dict, dict] | None) -> list[str]:
+    """The default with and without `local_mix` on the validation and the shipped sets (`mixed`: the payloads of
+    `mix` and `mix-int8`; the validation sets' `validation/<set>-mix` in `folder`); nothing where not measured."""
+    if mixed is None:
         return []
-    load = lambda name: json.loads((folder / name / "results.json").read_text())  # noqa: E731
-    mixed, mixed_int8 = load("mix"), load("mix-int8")
+    mixed, mixed_int8 = mixed
     weight = mixed["local_mix"]
     lines = ["| set | embedding | Document@1 | Answer@1 | Answer@1 near | Answer@1 far | Answer@10 | EvidenceRecall@10 "
              "| AllEvidence@10 |", "|---" * 9 + "|"]
@@ -439,9 +439,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     args = parser.parse_args()
-    load = lambda name: json.loads((args.folder / name / "results.json").read_text())["results"]  # noqa: E731
+    payload = lambda name: json.loads((args.folder / name / "results.json").read_text())  # noqa: E731
+    load = lambda name: payload(name)["results"]  # noqa: E731
     trained, int8, untrained = (load(n) for n in ("trained", "trained-int8", "untrained"))
     previous = {label: load(name) for name, label in PREVIOUS}
+    mixed = (payload("mix"), payload("mix-int8")) if (args.folder / "mix" / "results.json").is_file() else None
     table = (args.folder / "trained" / "results.md").read_text().split("\n\n", 1)[1].strip()
     text = [INTRO, "", "<!-- evaluate:begin -->", table, "<!-- evaluate:end -->", "",
             "**The default model vs its untrained baseline and the previous defaults** (the same sets; the baseline "
@@ -454,8 +456,8 @@ def main() -> None:
             HELD_OUT_INTRO, "", *held_out_tables(args.folder), "",
             "**Targets of this build** (held-out figures from the validation sets above, the rest from the shipped "
             "sets; the last two columns are the default with the opt-in `local_mix` 0.1, a second pass over each "
-            "chunk alone, not the default's behaviour):", "", *targets(args.folder, trained, int8, untrained, previous), "",
-            *local_mix_tables(args.folder, trained, int8),
+            "chunk alone, not the default's behaviour):", "", *targets(args.folder, trained, int8, untrained, previous, mixed), "",
+            *local_mix_tables(args.folder, trained, int8, mixed),
             "**Identical clauses in look-alike leases** (`python examples/lease_questions.py`, the six leases in "
             "`examples/data/leases`): 5 clauses × 6 addresses = 30 questions such as \"Who pays for electricity at "
             "88 Ocean Drive?\"; a hit is the asked lease's copy of the (word-for-word identical) clause scoring "
