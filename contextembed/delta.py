@@ -36,8 +36,9 @@ def save_delta(path: str | Path, tensors: dict[str, torch.Tensor], config, extra
     return Path(path)
 
 
-def apply_delta(model, path: str | Path) -> dict:
-    """Merge a delta into `model` (a `ContextEmbedModel`) in place; returns the delta's metadata."""
+def read_delta(path: str | Path, chunk_token_id: int) -> tuple[dict[str, torch.Tensor], dict[str, float], dict]:
+    """A delta's tensors, its LoRA scales by module name and its metadata, checked against the model's separator
+    id."""
     from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as f:
@@ -45,10 +46,15 @@ def apply_delta(model, path: str | Path) -> dict:
         tensors = {name: f.get_tensor(name) for name in f.keys()}
     if metadata.get("format") != FORMAT:
         raise ValueError(f"{str(path)!r} is not a contextembed delta (format {metadata.get('format')!r})")
-    if int(metadata["chunk_token_id"]) != model.config.chunk_token_id:
+    if int(metadata["chunk_token_id"]) != chunk_token_id:
         raise ValueError(f"{str(path)!r} was trained with separator id {metadata['chunk_token_id']}, the model has "
-                         f"{model.config.chunk_token_id}")
-    scales = json.loads(metadata["scales"])
+                         f"{chunk_token_id}")
+    return tensors, json.loads(metadata["scales"]), metadata
+
+
+def apply_delta(model, path: str | Path) -> dict:
+    """Merge a delta into `model` (a `ContextEmbedModel`) in place; returns the delta's metadata."""
+    tensors, scales, metadata = read_delta(path, model.config.chunk_token_id)
     modules = dict(model.named_modules())
     with torch.no_grad():
         for name, scale in scales.items():

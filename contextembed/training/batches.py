@@ -91,6 +91,9 @@ class BatchCollator:
             batch["answer_spans"] = _answer_spans(queries, owners, num_chunks)
         if self.config.window_head_choices:
             batch["head_tokens"] = rng.choice(self.config.window_head_choices)
+        if self.config.mix_weight > 0:  # every chunk by itself, in document order: L_mix's teacher reads them alone
+            batch["alone"] = dict(self.processor([[c.text] for chunks in chunk_lists for c in chunks],
+                                                 task="document"))
         if self.config.keep_weight > 0:
             batch["plain"] = dict(self.processor([[_opening(d, self.config.keep_chars)] for d in docs],
                                                  task="document"))

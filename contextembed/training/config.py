@@ -18,8 +18,8 @@ POSITIVE_INTS = ("max_steps", "batch_size", "lora_rank", "save_steps", "soup_siz
                  "keep_chars", "logging_steps")
 POSITIVE_FLOATS = ("learning_rate", "lora_alpha", "temperature", "teacher_temperature", "within_teacher_temperature")
 NON_NEGATIVE_FLOATS = ("weight_decay", "doc_weight", "dist_weight", "evidence_weight", "keep_weight",
-                       "within_weight")
-FRACTIONS = ("warmup_ratio", "decay_ratio", "qat_fraction")
+                       "within_weight", "mix_weight")
+FRACTIONS = ("warmup_ratio", "decay_ratio", "qat_fraction", "mix_local")
 
 
 @dataclass
@@ -66,6 +66,14 @@ class TrainConfig:
     # The head's document_mix during training and in the saved checkpoint (None: the checkpoint's own), so a model
     # trains with the mix it will run with.
     document_mix: float | None = None
+    # Start the adapters, the separator row and any projection from this delta (a trained model continued) instead
+    # of fresh ones; its LoRA rank and scale must be the run's.
+    init_delta: str | None = None
+    # L_mix: each chunk's one-pass vector pulled onto the starting model's `encode_documents(..., local_mix=mix_local)`
+    # vector of it (its contextual vector mixed with its vector encoded alone), and each query onto the starting
+    # model's, so one pass learns what the second adds. The starting model is the checkpoint with `init_delta`.
+    mix_weight: float = 0.0
+    mix_local: float = 0.1
     save_steps: int = 200
     soup_size: int = 3
     bf16: bool = True
@@ -107,6 +115,8 @@ class TrainConfig:
         if self.redundant_answer_relevance is not None:
             _check(self, "redundant_answer_relevance", _FLOAT, lambda v: 0 <= v <= 1,
                    "a number in [0, 1] (or null)")
+        if self.init_delta is not None and not (isinstance(self.init_delta, str) and self.init_delta):
+            raise ValueError(f"init_delta must be the path of a delta file (or null), got {self.init_delta!r}")
         if self.max_minutes is not None:
             _check(self, "max_minutes", _FLOAT, lambda v: v > 0, "a positive number of minutes (or null)")
         weights = self.chunking_weights

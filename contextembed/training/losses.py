@@ -10,6 +10,9 @@
 - Redundant answers (optional): where a query has several answer spans (an ingredient list, a section's
   paragraphs), one of them (the student's best) keeps the top; the others are lowered below the evidence in both
   teacher targets.
+- L_mix (optional): the one-pass student pulled onto a teacher's two-pass vectors, each chunk's contextual vector
+  mixed with its vector encoded alone (`encode_documents(..., local_mix=w)`), so one pass learns what the second
+  pass adds.
 - int8 quantisation-aware training: the deterministic int8 scheme of the checkpoint, with a straight-through
   gradient.
 
@@ -164,6 +167,35 @@ def keep_loss(scores: torch.Tensor, base_scores: torch.Tensor, temperature: torc
     target = torch.softmax(base_scores / temperature, dim=-1)
     student = torch.log_softmax(scores / temperature, dim=-1)
     return (target * (torch.log(target.clamp(min=1e-12)) - student)).sum(-1).mean()
+
+
+def mixed_targets(contextual: torch.Tensor, alone: torch.Tensor, weight: float) -> torch.Tensor:
+    """Unit vectors of `(1 - w) · contextual + w · alone` over the last axis, both sides normalised first: what
+    `encode_documents(..., local_mix=w)` returns for these chunks (a zero row stays zero).
+
+    >>> [round(x, 4) for x in mixed_targets(torch.tensor([[2.0, 0.0]]), torch.tensor([[0.0, 3.0]]), 0.5)[0].tolist()]
+    [0.7071, 0.7071]
+    >>> same = torch.tensor([[0.6, 0.8], [0.0, 0.0]])
+    >>> torch.allclose(mixed_targets(same, same, 0.1), same)
+    True
+    """
+    unit = torch.nn.functional.normalize
+    return unit((1 - weight) * unit(contextual, dim=-1) + weight * unit(alone, dim=-1), dim=-1)
+
+
+def cosine_distance_loss(vectors: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None
+                         ) -> torch.Tensor:
+    """The mean of 1 - cos(v, t) over the rows (the last axis is the vector) where `mask` is true.
+
+    >>> v = torch.tensor([[1.0, 0.0], [0.0, 2.0], [5.0, 5.0]])
+    >>> t = torch.tensor([[3.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    >>> float(cosine_distance_loss(v, t, torch.tensor([True, True, False])))
+    0.5
+    """
+    distance = 1 - torch.nn.functional.cosine_similarity(vectors, targets.to(vectors.dtype), dim=-1)
+    if mask is not None:
+        distance = distance[mask.bool()]
+    return distance.mean()
 
 
 def demote_redundant_answers(relevance: torch.Tensor, answer_spans: torch.Tensor, positive_scores: torch.Tensor,

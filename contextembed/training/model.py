@@ -1,12 +1,14 @@
 """The model being trained: the checkpoint's model with LoRA adapters, a trainable separator row and the loss
-(`doc_weight · L_doc + dist_weight · L_dist` over the Matryoshka dims, `within_weight · L_within` and
-`keep_weight · L_keep` when on, int8 QAT when on) in its forward, so transformers' `Trainer` runs it as it is.
+(`doc_weight · L_doc + dist_weight · L_dist` over the Matryoshka dims, `within_weight · L_within`,
+`keep_weight · L_keep` and `mix_weight · L_mix` when on, int8 QAT when on) in its forward, so transformers'
+`Trainer` runs it as it is.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -17,24 +19,34 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("training needs peft and accelerate: pip install 'contextembed[train]'") from error
 
+from contextembed.delta import read_delta
 from contextembed.modeling import cut_and_normalize
 from contextembed.training.config import TrainConfig
 from contextembed.training.losses import (
     chunk_scores,
+    cosine_distance_loss,
     demote_redundant_answers,
     distillation_loss,
     document_loss,
     fake_quantize_int8,
     keep_loss,
+    mixed_targets,
     within_document_loss,
 )
 
 
 class ContextTrainingModel(nn.Module):
-    """The checkpoint's model with LoRA adapters, a trainable separator row and the loss in its forward."""
+    """The checkpoint's model with LoRA adapters, a trainable separator row and the loss in its forward.
 
-    def __init__(self, model, config: TrainConfig):
+    `teacher` (a frozen `ContextEmbedModel`, needed when `mix_weight > 0`) gives L_mix's targets; it is kept out of
+    the module's parameters and state, so checkpoints, soups and deltas hold the trained model alone.
+    """
+
+    def __init__(self, model, config: TrainConfig, teacher=None):
         super().__init__()
+        if config.mix_weight > 0 and teacher is None:
+            raise ValueError("mix_weight > 0 needs the teacher model whose two-pass vectors L_mix follows")
+        self._teacher = (teacher.eval().requires_grad_(False),) if teacher is not None else ()
         self.config = config
         self.dims = sorted(set(config.matryoshka_dims or model.config.allowed_dims) | {model.config.full_dim})
         bad = [d for d in self.dims if d > model.config.full_dim]
@@ -61,6 +73,33 @@ class ContextTrainingModel(nn.Module):
         # L_keep's reference projects with the projection as built (only kept when L_keep is on).
         self.base_projection = copy.deepcopy(model.projection).requires_grad_(False) if config.keep_weight else None
 
+    @torch.no_grad()
+    def start_from_delta(self, path) -> None:
+        """Set the adapters, the separator row and any projection to a delta's (a trained model, continued): the
+        model then computes what `apply_delta` on the same checkpoint gives. Its modules, rank and scales must be
+        this run's."""
+        tensors, scales, _ = read_delta(path, self.separator_id)
+        adapted = {}
+        for name, module in self.model.backbone.named_modules():
+            if isinstance(module, LoraLayer) and "default" in module.lora_A:
+                adapted["backbone." + name.removeprefix("base_model.model.")] = module
+        if set(adapted) != set(scales):
+            raise ValueError(f"{str(path)!r} adapts other layers than this run: "
+                             f"{sorted(set(adapted) ^ set(scales))[:4]}")
+        for name, module in adapted.items():
+            a, b = module.lora_A["default"].weight, module.lora_B["default"].weight
+            if (tensors[f"{name}.lora_A"].shape != a.shape or tensors[f"{name}.lora_B"].shape != b.shape
+                    or not math.isclose(scales[name], module.scaling["default"])):
+                raise ValueError(f"{str(path)!r} has LoRA rank {tensors[f'{name}.lora_A'].shape[0]} and scale "
+                                 f"{scales[name]} at {name}; this run has rank {a.shape[0]} and scale "
+                                 f"{module.scaling['default']}: set lora_rank and lora_alpha to the delta's")
+            a.copy_(tensors[f"{name}.lora_A"])
+            b.copy_(tensors[f"{name}.lora_B"])
+        if "separator" in tensors:
+            self.separator.copy_(tensors["separator"])
+        if "projection.weight" in tensors:
+            self.model.projection.weight.copy_(tensors["projection.weight"])
+
     def _use_trained_separator(self, module, args, output):
         if self._base_pass:
             return output
@@ -73,15 +112,10 @@ class ContextTrainingModel(nn.Module):
 
     def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor,
                 plain: dict | None = None, head_tokens: int | None = None,
-                answer_spans: torch.Tensor | None = None) -> dict:
+                answer_spans: torch.Tensor | None = None, alone: dict | None = None) -> dict:
         config = self.model.config
-        carried = config.window_head_tokens
-        if head_tokens is not None:  # this batch's amount of opening carried into later windows
-            config.window_head_tokens = head_tokens
-        try:
+        with _head_tokens(config, head_tokens):  # this batch's amount of opening carried into later windows
             chunks = self.model(**documents, normalize=False).chunk_embeddings  # (B, C, D), raw
-        finally:
-            config.window_head_tokens = carried
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
         within_relevance = relevance
@@ -118,7 +152,36 @@ class ContextTrainingModel(nn.Module):
             l_keep = self._keep(plain, query_vectors, queries)
             loss = loss + self.config.keep_weight * l_keep
             parts["l_keep"] = l_keep.detach()
+        if self.config.mix_weight > 0:
+            if alone is None:
+                raise ValueError("mix_weight > 0: the batch must carry each chunk alone ('alone')")
+            l_mix = self._mix(documents, queries, alone, chunks, query_vectors, chunk_mask, head_tokens)
+            loss = loss + self.config.mix_weight * l_mix
+            parts["l_mix"] = l_mix.detach()
         return {"loss": loss, **parts}
+
+    def _mix(self, documents: dict, queries: dict, alone: dict, chunks: torch.Tensor, query_vectors: torch.Tensor,
+             chunk_mask: torch.Tensor, head_tokens: int | None) -> torch.Tensor:
+        """L_mix: at every Matryoshka dim, each chunk's distance to the teacher's `local_mix` vector of it (what
+        `encode_documents(..., local_mix=mix_local)` returns, cut to that dim) plus each query's distance to the
+        teacher's query vector."""
+        (teacher,) = self._teacher
+        real = chunk_mask.bool()
+        with torch.no_grad():
+            with _head_tokens(teacher.config, head_tokens):
+                contextual = teacher(**documents, normalize=False).chunk_embeddings  # (B, C, D)
+            alone_rows = teacher(**alone, normalize=False).chunk_embeddings[:, 0]  # (chunks, D), document order
+            if len(alone_rows) != int(real.sum()):
+                raise ValueError(f"the batch carries {len(alone_rows)} chunks alone for {int(real.sum())} chunks")
+            by_itself = torch.zeros_like(contextual)
+            by_itself[real] = alone_rows.to(by_itself.dtype)
+            teacher_queries = teacher(**queries, normalize=False).chunk_embeddings[:, 0]
+        losses = []
+        for dim in self.dims:
+            targets = mixed_targets(contextual[..., :dim].float(), by_itself[..., :dim].float(), self.config.mix_local)
+            losses.append(cosine_distance_loss(chunks[..., :dim].float(), targets, real)
+                          + cosine_distance_loss(query_vectors[..., :dim].float(), teacher_queries[..., :dim].float()))
+        return torch.stack(losses).mean()
 
     def _keep(self, plain: dict, query_vectors: torch.Tensor, queries: dict) -> torch.Tensor:
         full = self.model.config.full_dim
@@ -172,3 +235,15 @@ class ContextTrainingModel(nn.Module):
         for parameter in inner.parameters():
             parameter.requires_grad_(True)
         return inner.eval()
+
+
+@contextmanager
+def _head_tokens(config, head_tokens: int | None):
+    """`config.window_head_tokens` set to `head_tokens` for the block (left as it is for `None`), then restored."""
+    carried = config.window_head_tokens
+    if head_tokens is not None:
+        config.window_head_tokens = head_tokens
+    try:
+        yield
+    finally:
+        config.window_head_tokens = carried

@@ -6,7 +6,9 @@ the temperature. Each step is one batch of documents from one family, chunked by
 batch; documents longer than the window train through the same windows (and head carry) as inference.
 The loss is `doc_weight · L_doc + dist_weight · L_dist`, averaged over the Matryoshka dims, plus
 `within_weight · L_within` (the positive document's own chunks in the teacher's order) and
-`keep_weight · L_keep` when on (the starting model's plain whole-document ranking of the batch, kept); in the last
+`keep_weight · L_keep` when on (the starting model's plain whole-document ranking of the batch, kept) and
+`mix_weight · L_mix` when on (the starting model's two-pass `local_mix` vectors, learnt in one pass; with
+`init_delta` the run continues a trained model's adapters); in the last
 `qat_fraction` of the steps both queries and chunks pass through the int8 scheme with a straight-through
 gradient. The result is a soup (the average of the last checkpoints' trained weights), saved both as a full
 checkpoint and as a small delta (LoRA factors + separator row) over the starting weights.
@@ -32,7 +34,7 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("training needs peft and accelerate: pip install 'contextembed[train]'") from error
 
-from contextembed.delta import save_delta
+from contextembed.delta import apply_delta, save_delta
 from contextembed.training.batches import BatchCollator, PlannedBatches
 from contextembed.training.config import TrainConfig
 from contextembed.training.data import TrainingDocument, read_documents
@@ -68,7 +70,14 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
     if config.document_mix is not None:
         base.config.document_mix = config.document_mix  # trained with, and saved with, the mix it runs with
     batches = PlannedBatches(documents, config)  # refuses data that forms no batch, before any writing
-    model = ContextTrainingModel(base, config)
+    teacher = None
+    if config.mix_weight > 0:  # L_mix's teacher: the starting model (the checkpoint with init_delta), frozen
+        teacher = ContextEmbedModel.from_pretrained(checkpoint, dtype=torch.float32)
+        if config.init_delta:
+            apply_delta(teacher, config.init_delta)
+    model = ContextTrainingModel(base, config, teacher=teacher)
+    if config.init_delta:
+        model.start_from_delta(config.init_delta)
     logger.info("training %d parameters (LoRA rank %d, separator row%s)",
                 sum(p.numel() for p in model.parameters() if p.requires_grad), config.lora_rank,
                 ", projection" if any(p.requires_grad for p in base.projection.parameters()) else "")
@@ -122,12 +131,13 @@ def _training_arguments(config: TrainConfig, output_dir: Path) -> TrainingArgume
 
 
 class LossPartsTrainer(Trainer):
-    """`Trainer` that logs the loss parts (L_doc, L_dist, L_within and L_keep when on) beside the total loss."""
+    """`Trainer` that logs the loss parts (L_doc, L_dist, L_within, L_keep and L_mix when on) beside the total
+    loss."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         outputs = model(**inputs)
         parts = getattr(self, "_parts", {})
-        for name in ("l_doc", "l_dist", "l_within", "l_keep"):
+        for name in ("l_doc", "l_dist", "l_within", "l_keep", "l_mix"):
             if name in outputs:
                 parts.setdefault(name, []).append(float(outputs[name]))
         self._parts = parts

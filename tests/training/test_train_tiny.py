@@ -285,3 +285,82 @@ def test_source_repeats_add_passes_over_one_source():
         TrainConfig(source_repeats={"long": 0}).validate()
     with pytest.raises(ValueError, match=r"source_repeats names sources \['wiki'\] that no training document has"):
         PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"wiki": 2}))
+
+
+def test_a_run_continues_from_a_delta(built, trained):
+    """`init_delta` starts the adapters and the separator row where a delta left them: the training model then
+    computes what `apply_delta` on the same checkpoint gives; a delta of another rank is refused by name."""
+    from contextembed.training.model import ContextTrainingModel
+
+    out, _, _, _ = trained
+    delta = out / "run" / "delta.safetensors"
+    documents, chunk_lists, _ = tiny_family()
+    merged = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
+    apply_delta(merged, delta)
+    inputs = contextembed.load(str(built["bert"][0])).processor(chunk_lists, task="document")
+    config = TrainConfig(lora_rank=8, lora_alpha=8, init_delta=str(delta), chunking_weights={"sentences": 1.0})
+    fresh = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config).eval()
+    continued = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config).eval()
+    continued.start_from_delta(delta)
+    with torch.no_grad():
+        expected = merged(**inputs, normalize=False).chunk_embeddings
+        assert torch.allclose(continued.model(**inputs, normalize=False).chunk_embeddings, expected, atol=1e-5)
+        assert not torch.allclose(fresh.model(**inputs, normalize=False).chunk_embeddings, expected, atol=1e-3)
+    other_rank = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]),
+                                      TrainConfig(lora_rank=4, lora_alpha=8, chunking_weights={"sentences": 1.0}))
+    with pytest.raises(ValueError, match="has LoRA rank 8 and scale 1.0 .* this run has rank 4"):
+        other_rank.start_from_delta(delta)
+    with pytest.raises(ValueError, match="init_delta must be the path of a delta file"):
+        TrainConfig(init_delta="").validate()
+
+
+def test_the_mix_term_follows_encode_documents_with_local_mix(built):
+    """L_mix's targets are what `encode_documents(..., local_mix=w)` returns: with the student still equal to its
+    teacher (fresh adapters), L_mix is the mean distance of each contextual chunk vector to that two-pass vector
+    plus nothing for the queries, and it is zero at w = 0."""
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.batches import BatchCollator
+    from contextembed.training.model import ContextTrainingModel
+
+    documents, chunk_lists, queries = tiny_family()
+    encoder = contextembed.load(str(built["bert"][0]))
+    picked = [0, 1, 2]
+    losses = {}
+    for w in (0.0, 0.5):
+        config = TrainConfig(lora_rank=4, mix_weight=2.0, mix_local=w, chunking_weights={"sentences": 1.0},
+                             matryoshka_dims=[16])
+        teacher = ContextEmbedModel.from_pretrained(built["bert"][0])
+        model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config, teacher=teacher)
+        batch = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)(
+            [{"documents": picked, "seed": 0}])
+        assert batch["alone"]["attention_mask"].shape == (4 * len(picked), 1)  # each sentence, by itself
+        losses[w] = model(**batch)
+    assert abs(float(losses[0.0]["l_mix"])) < 1e-5
+    assert float(losses[0.5]["loss"].detach()) == pytest.approx(float(
+        losses[0.5]["l_doc"] + losses[0.5]["l_dist"] + 2.0 * losses[0.5]["l_mix"].detach()), rel=1e-5)
+    full = encoder.config.full_dim
+    expected = []
+    for dim in (16, full):
+        contextual = encoder.encode_documents([chunk_lists[i] for i in picked], output_dim=dim)
+        mixed = encoder.encode_documents([chunk_lists[i] for i in picked], output_dim=dim, local_mix=0.5)
+        expected.append(np.mean([1 - float(a @ b) for c, m in zip(contextual, mixed) for a, b in zip(c, m)]))
+    assert float(losses[0.5]["l_mix"]) == pytest.approx(float(np.mean(expected)), abs=1e-4)
+    losses[0.5]["loss"].backward()
+    (model_grad,) = [p.grad for name, p in model.named_parameters() if name == "separator"]
+    assert model_grad is not None and model_grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="mix_weight > 0 needs the teacher model"):
+        ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
+
+
+def test_a_run_with_the_mix_term_continues_a_delta_and_lowers_it(built, trained, tmp_path):
+    out, _, _, _ = trained
+    documents, _, _ = tiny_family()
+    write_documents(tmp_path / "data.jsonl", documents)
+    config = TrainConfig(max_steps=30, batch_size=8, learning_rate=1e-2, lora_rank=8, lora_alpha=8, save_steps=10,
+                         soup_size=1, logging_steps=5, bf16=False, qat_fraction=0.0, warmup_ratio=0.0,
+                         chunking_weights={"sentences": 1.0}, doc_weight=0.0, dist_weight=0.0, mix_weight=1.0,
+                         mix_local=0.5, init_delta=str(out / "run" / "delta.safetensors"))
+    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", config)
+    log = [entry for entry in map(json.loads, (tmp_path / "run" / "train_log.jsonl").read_text().splitlines())
+           if "l_mix" in entry]
+    assert log[-1]["l_mix"] < 0.5 * log[0]["l_mix"]
