@@ -12,6 +12,15 @@ rank 16 on every linear layer plus the separator row), and copies:
 
 Then `contextembed evaluate` and `python examples/lease_questions.py` measure it (bump BUILD_VERSION in
 `contextembed/default_model.py` so caches rebuild).
+
+The packaged delta (build 28) is two runs: the one above (build 19, ~34-40 minutes), whose delta is kept as
+`contextembed/default_model_build19_delta.safetensors`, then
+
+    python scripts/train_default_model.py training-data.jsonl --output runs/build28 \
+        --config scripts/default_model_run/build28_train.json
+
+which continues that delta (`init_delta`) with L_mix alone for 300 steps (~41 minutes, float32): each chunk's
+one-pass vector pulled onto build 19's `local_mix=0.1` vector of it.
 """
 
 from __future__ import annotations
