@@ -9,7 +9,13 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   sentence, keep the top K of the rest as R_K; evidence group j is recovered when one of its
   alternatives (a set of one or more sentences) lies wholly inside R_K;
   EvidenceRecall@K = 1[rank(d*) <= 10] * (recovered groups / groups);
-- **All-Evidence@K** = 1[rank(d*) <= 10] * 1[every group recovered].
+- **All-Evidence@K** = 1[rank(d*) <= 10] * 1[every group recovered];
+- **Copy@1**, for a query whose answer sentence also occurs, word for word, elsewhere in the corpus (as in a family
+  of near-identical copies): 1[among the sentences with an accepted answer's exact text, an accepted answer ranks
+  first].
+  Only context can tell such copies apart, so this is late chunking's own share of Answer@1, apart from how well the
+  backbone matches the query's words; a sentence embedded alone ties with its copies and scores what the tie rule
+  gives (the copy with the lowest corpus index wins), chance for a family whose copies are asked about equally.
 
 Where a query accepts several answer sentences (every line of an ingredient list), all but the top one stay in the
 ranking, so an embedding that ranks every answer above the rest of d* leaves only K - (answers - 1) places for the
@@ -64,6 +70,16 @@ def sentence_id(doc_id: str, index: int) -> str:
     'lease-3#4'
     """
     return f"{doc_id}#{index}"
+
+
+def copy_groups(texts: Sequence[str]) -> np.ndarray:
+    """A group per row: rows with exactly the same text share one (the index of its first occurrence).
+
+    >>> copy_groups(["a", "b", "a", "c", "b"]).tolist()
+    [0, 1, 0, 3, 1]
+    """
+    first: dict[str, int] = {}
+    return np.array([first.setdefault(text, i) for i, text in enumerate(texts)], dtype=np.int64)
 
 
 def best_hit(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> int | None:
@@ -197,6 +213,7 @@ def per_query_metrics(
     sentence_level: bool = True,
     block_size: int | None = None,
     precision: str = "float32",
+    row_copies: np.ndarray | None = None,
 ) -> list[dict[str, float]]:
     """context-bench metrics of every query of one embedding run.
 
@@ -210,9 +227,11 @@ def per_query_metrics(
         ks: the K values to report.
         sentence_level: False for one vector per document (only Document@K is defined).
         precision: `float32`, or `int8` when both are int8 codes (scored exactly in integers).
+        row_copies: (N,) `copy_groups` of the rows' texts, to score Copy@1; None leaves it out.
 
     Returns:
-        One dict per query; evidence metrics only for queries with evidence groups.
+        One dict per query; evidence metrics only for queries with evidence groups, Copy@1 only for queries whose
+        answer text occurs in a row that is not an accepted answer.
     """
     tolerance = TIE_TOLERANCE if precision == "float32" else 0.0
     starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
@@ -225,12 +244,13 @@ def per_query_metrics(
         doc_scores = np.maximum.reduceat(scores, starts[:-1], axis=1) if len(vectors) else scores  # (q, docs)
         for offset, query in enumerate(queries[first : first + block]):
             records.append(_query_metrics(query, scores[offset], doc_scores[offset], name_to_index, row_index,
-                                          row_ids, starts, ks, sentence_level, tolerance))
+                                          row_ids, starts, ks, sentence_level, tolerance,
+                                          row_copies if sentence_level else None))
     return records
 
 
 def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_index, row_ids, starts, ks,
-                   sentence_level: bool, tolerance: float) -> dict[str, float]:
+                   sentence_level: bool, tolerance: float, row_copies: np.ndarray | None) -> dict[str, float]:
     is_target = np.zeros(len(doc_scores), dtype=bool)
     is_target[[name_to_index[t] for t in query.targets if t in name_to_index]] = True
     rank, doc_tied = tie_aware_rank(doc_scores, is_target, tolerance)
@@ -244,6 +264,11 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
     for k in ks:
         record[f"Answer@{k}"] = float(answer_rank is not None and answer_rank <= k)
     record["tied"] = float(doc_tied or answer_tied)
+    if row_copies is not None and is_answer.any():
+        copies = np.isin(row_copies, row_copies[is_answer])  # every row with an accepted answer's text
+        if (copies & ~is_answer).any():
+            copy_rank, _ = tie_aware_rank(scores[copies], is_answer[copies], tolerance)
+            record["Copy@1"] = float(copy_rank == 1)
     if query.evidence:
         d_star = best_hit(doc_scores, is_target, tolerance)  # the loaders check that every target exists
         rows = np.arange(starts[d_star], starts[d_star + 1])
@@ -263,6 +288,8 @@ def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:
 
     >>> aggregate([{"Document@1": 1.0, "EvidenceRecall@10": 0.5}, {"Document@1": 0.0}])
     {'Document@1': 0.5, 'EvidenceRecall@10': 0.5, 'queries': 2, 'evidence_queries': 1}
+    >>> aggregate([{"Answer@1": 0.0, "Copy@1": 1.0}, {"Answer@1": 1.0}])["copy_queries"]
+    1
     """
     names = list(dict.fromkeys(name for record in records for name in record))
     means: dict[str, float] = {}
@@ -271,6 +298,8 @@ def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:
         means[name] = sum(values) / len(values)
     means["queries"] = len(records)
     means["evidence_queries"] = sum(any(n.startswith("Evidence") for n in r) for r in records)
+    if "Copy@1" in means:
+        means["copy_queries"] = sum("Copy@1" in r for r in records)
     return means
 
 
@@ -287,7 +316,8 @@ def run_context_bench(
     titles: Sequence[str] | None = None,
     local_mix: float = 0.0,
 ) -> dict[str, dict[str, float]]:
-    """Embed the corpus three ways and score the queries (in `precision`: `float32` or the checkpoint's `int8`).
+    """Embed the corpus three ways and score the queries (in `precision`: `float32` or the checkpoint's `int8`),
+    with Copy@1 wherever an answer sentence has word-for-word copies in other documents.
 
     - `contextual`: each document's sentences embedded with late chunking (one pass per document; with `titles`,
       each document's title is context in every window, as `encode_documents(..., titles=...)` takes it; with
@@ -303,6 +333,7 @@ def run_context_bench(
     doc_names = [d.id for d in documents]
     row_doc = np.repeat(np.arange(len(documents)), [len(d.sentences) for d in documents])
     row_ids = [sentence_id(d.id, i) for d in documents for i in range(len(d.sentences))]
+    row_copies = copy_groups([s for d in documents for s in d.sentences])
     if precision not in ("float32", "int8"):
         raise ValueError(f"precision must be 'float32' or 'int8', got {precision!r}")
     options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar, "precision": precision}
@@ -324,7 +355,7 @@ def run_context_bench(
         sentence_level = mode != "whole-document"
         rows = row_doc if sentence_level else np.arange(len(documents))
         records = per_query_metrics(query_vectors, vectors, rows, row_ids, doc_names, queries, ks,
-                                    sentence_level=sentence_level, precision=precision)
+                                    sentence_level=sentence_level, precision=precision, row_copies=row_copies)
         results[mode] = aggregate(records)
         capabilities = sorted({q.capability for q in queries if q.capability})
         if capabilities:

@@ -38,6 +38,19 @@ def ties_line(results: dict) -> str:
             f"Answer@1 for {', '.join(parts)}.")
 
 
+def copy_line(results: dict) -> str:
+    """What Copy@1 rests on, in one sentence.
+
+    >>> print(copy_line({"contextual": {"Copy@1": 1.0, "copy_queries": 8, "queries": 10}}))
+    Copy@1: for the 8 of 10 queries whose answer sentence also occurs word for word elsewhere (copies of one document that differ in another part), whether the asked copy ranks above its twins; only context can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).
+    """
+    metrics = next(m for m in results.values() if "copy_queries" in m)
+    return (f"Copy@1: for the {metrics['copy_queries']} of {metrics['queries']} queries whose answer sentence also "
+            "occurs word for word elsewhere (copies of one document that differ in another part), whether the asked "
+            "copy ranks above its twins; only context can separate them, and a sentence embedded alone ties with "
+            "its copies (the lowest corpus index wins).")
+
+
 def ceiling_line(results: dict, k: int) -> str | None:
     """What an embedding that ranks every accepted answer above the rest of d* can reach in the evidence metrics at
     `k` (`answers_first_ceiling`), per set and per capability below 100; None where nothing is capped.

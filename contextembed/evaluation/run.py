@@ -37,11 +37,15 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
             documents, queries = loaders.load_context_bench(folder)
             results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision,
                                               local_mix=local_mix, **options)
+            copies = ["Copy@1"] if any("Copy@1" in r for r in results[name].values()) else []
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
-            table = report.context_bench_table(results[name], columns) + "\n\n" + report.ties_line(results[name])
+            table = (report.context_bench_table(results[name], columns + copies) + "\n\n"
+                     + report.ties_line(results[name]))
+            if copies:
+                table += "\n\n" + report.copy_line(results[name])
             if any("by_capability" in r for r in results[name].values()):
                 table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks]
-                                                             + [f"EvidenceRecall@{ks[-1]}"])
+                                                             + [f"EvidenceRecall@{ks[-1]}"] + copies)
             ceiling = report.ceiling_line(results[name], ks[-1])
             if ceiling:
                 table += "\n\n" + ceiling

@@ -13,6 +13,7 @@ from contextembed.evaluation.context_bench import (
     ContextQuery,
     aggregate,
     answers_first_ceiling,
+    copy_groups,
     evidence_at_k,
     per_query_metrics,
     tie_aware_order,
@@ -126,6 +127,35 @@ def test_float_noise_does_not_decide_a_tie():
                                       queries, ks=[1, 2])
         outcomes.add((record["Document@1"], record["Answer@1"], record["Answer@2"], record["tied"]))
     assert outcomes == {(0.0, 0.0, 1.0, 1.0)}  # a's copy (index 0) ranks first every time; the tie is counted
+
+
+def test_copy_at_1_compares_only_the_answer_text_s_copies():
+    """Three documents share the sentence "same" (rows a#1, b#1, c#1). Another sentence outranks every copy, so
+    Answer@1 is 0 for both queries, while Copy@1 says whether the asked copy beats its two twins."""
+    texts = ["alpha", "same", "beta", "same", "gamma", "same"]
+    row_ids = ["a#0", "a#1", "b#0", "b#1", "c#0", "c#1"]
+    scores = np.array([0.1, 0.5, 0.9, 0.7, 0.2, 0.6], dtype=np.float32)  # b#0 first; b#1 best of the copies
+    vectors, query = np.diag(scores), np.ones((1, 6), dtype=np.float32)
+    queries = [ContextQuery("asks b", "q", ["b"], ["b#1"]), ContextQuery("asks c", "q", ["c"], ["c#1"]),
+               ContextQuery("no copies", "q", ["a"], ["a#0"])]
+    records = per_query_metrics(np.repeat(query, 3, axis=0), vectors, np.array([0, 0, 1, 1, 2, 2]), row_ids,
+                                ["a", "b", "c"], queries, ks=[1], row_copies=copy_groups(texts))
+    assert [r["Answer@1"] for r in records] == [0.0, 0.0, 0.0]
+    assert [r.get("Copy@1") for r in records] == [1.0, 0.0, None]  # a#0's text occurs once: not scored
+    assert aggregate(records)["Copy@1"] == 0.5 and aggregate(records)["copy_queries"] == 2
+    (unscored,) = per_query_metrics(query, vectors, np.array([0, 0, 1, 1, 2, 2]), row_ids, ["a", "b", "c"],
+                                    queries[:1], ks=[1])
+    assert "Copy@1" not in unscored
+
+
+def test_copy_at_1_ties_follow_the_stated_rule():
+    """Copies embedded alone are equal up to float noise: the lowest corpus index wins, whichever copy is asked."""
+    vectors = np.array([[1.0, 0.0], [1.0, 1e-7], [1.0, -1e-7]], dtype=np.float32)
+    queries = [ContextQuery(f"q{i}", "q", [d], [f"{d}#0"]) for i, d in enumerate("abc")]
+    records = per_query_metrics(np.ones((3, 2), dtype=np.float32), vectors, np.array([0, 1, 2]),
+                                ["a#0", "b#0", "c#0"], ["a", "b", "c"], queries, ks=[1],
+                                row_copies=copy_groups(["x", "x", "x"]))
+    assert [r["Copy@1"] for r in records] == [1.0, 0.0, 0.0]
 
 
 def test_queries_without_evidence_are_left_out_of_evidence_means():

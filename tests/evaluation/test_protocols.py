@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import contextembed
@@ -131,3 +132,22 @@ def test_context_bench_local_mix_reaches_each_sentence_alone(encoder):
     assert alone["contextual"] == plain["independent"] == alone["independent"]
     unmixed = run_context_bench(encoder, documents, queries, modes=("contextual",), local_mix=0.0)
     assert unmixed["contextual"] == plain["contextual"]
+
+
+def test_context_bench_copy_at_1_matches_the_vectors(encoder):
+    """Copy@1 from `run_context_bench` against an oracle on the same model's vectors: late chunking scores whether the
+    asked copy of a shared sentence beats its twins; alone, the twins tie and the first document's copy wins."""
+    from contextembed.evaluation.context_bench import ContextDocument, ContextQuery, run_context_bench
+
+    openings = ["the lease of paris", "the lease of rome", "the lease of oslo", "the lease of lima"]
+    documents = [ContextDocument(f"d{i}", [opening, "the rent is due monthly", "it has a garden"])
+                 for i, opening in enumerate(openings)]
+    queries = [ContextQuery(f"q{i}", f"rent due in {opening.split()[-1]}", [f"d{i}"], [f"d{i}#1"])
+               for i, opening in enumerate(openings)]
+    results = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
+    vectors = encoder.encode_documents([d.sentences for d in documents])
+    query_vectors = encoder.encode_queries([q.query for q in queries])
+    wins = [float(np.argmax([query_vectors[i] @ v[1] for v in vectors]) == i) for i in range(len(queries))]
+    assert results["contextual"]["Copy@1"] == pytest.approx(sum(wins) / len(wins))
+    assert results["contextual"]["copy_queries"] == len(queries)
+    assert results["independent"]["Copy@1"] == pytest.approx(1 / len(queries))  # ties: d0's copy wins each time
