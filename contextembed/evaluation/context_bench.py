@@ -11,8 +11,9 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   EvidenceRecall@K = 1[rank(d*) <= 10] * (recovered groups / groups);
 - **All-Evidence@K** = 1[rank(d*) <= 10] * 1[every group recovered];
 - **Copy@1**, for a query whose answer sentence also occurs, word for word, elsewhere in the corpus (as in a family
-  of near-identical copies): 1[among the sentences with an accepted answer's exact text, an accepted answer ranks
-  first].
+  of near-identical copies): for each accepted answer's text that some other sentence repeats, 1[an accepted answer
+  ranks first among the sentences with that text]; the query's Copy@1 is the mean over those texts (one text for a
+  one-sentence answer; each shared line of an ingredient list).
   Only context can tell such copies apart, so this is late chunking's own share of Answer@1, apart from how well the
   backbone matches the query's words; a sentence embedded alone ties with its copies and scores what the tie rule
   gives (the copy with the lowest corpus index wins), chance for a family whose copies are asked about equally.
@@ -230,8 +231,8 @@ def per_query_metrics(
         row_copies: (N,) `copy_groups` of the rows' texts, to score Copy@1; None leaves it out.
 
     Returns:
-        One dict per query; evidence metrics only for queries with evidence groups, Copy@1 only for queries whose
-        answer text occurs in a row that is not an accepted answer.
+        One dict per query; evidence metrics only for queries with evidence groups, Copy@1 only for queries with an
+        answer text that a row other than an accepted answer repeats.
     """
     tolerance = TIE_TOLERANCE if precision == "float32" else 0.0
     starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
@@ -264,11 +265,15 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
     for k in ks:
         record[f"Answer@{k}"] = float(answer_rank is not None and answer_rank <= k)
     record["tied"] = float(doc_tied or answer_tied)
-    if row_copies is not None and is_answer.any():
-        copies = np.isin(row_copies, row_copies[is_answer])  # every row with an accepted answer's text
-        if (copies & ~is_answer).any():
-            copy_rank, _ = tie_aware_rank(scores[copies], is_answer[copies], tolerance)
-            record["Copy@1"] = float(copy_rank == 1)
+    if row_copies is not None:
+        wins = []
+        for text in np.unique(row_copies[is_answer]):
+            copies = row_copies == text  # the rows with this accepted answer's exact text
+            if (copies & ~is_answer).any():
+                copy_rank, _ = tie_aware_rank(scores[copies], is_answer[copies], tolerance)
+                wins.append(float(copy_rank == 1))
+        if wins:
+            record["Copy@1"] = sum(wins) / len(wins)
     if query.evidence:
         d_star = best_hit(doc_scores, is_target, tolerance)  # the loaders check that every target exists
         rows = np.arange(starts[d_star], starts[d_star + 1])

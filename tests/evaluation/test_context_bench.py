@@ -148,6 +148,18 @@ def test_copy_at_1_compares_only_the_answer_text_s_copies():
     assert "Copy@1" not in unscored
 
 
+def test_copy_at_1_scores_each_shared_answer_line_against_its_own_copies():
+    """A list answer (b#0, b#1, b#2): b#0's text is b's alone, so it is not scored, however high it ranks; "salt"
+    (b#1) beats a's copy, "oil" (b#2) loses to c's: Copy@1 is the mean over the two shared lines."""
+    texts = ["salt", "oil", "flour", "salt", "oil", "oil"]
+    row_ids = ["a#0", "a#1", "b#0", "b#1", "b#2", "c#0"]
+    vectors = np.diag(np.array([0.2, 0.3, 0.9, 0.5, 0.4, 0.6], dtype=np.float32))
+    queries = [ContextQuery("list", "q", ["b"], ["b#0", "b#1", "b#2"])]
+    (record,) = per_query_metrics(np.ones((1, 6), dtype=np.float32), vectors, np.array([0, 0, 1, 1, 1, 2]), row_ids,
+                                  ["a", "b", "c"], queries, ks=[1], row_copies=copy_groups(texts))
+    assert record["Answer@1"] == 1.0 and record["Copy@1"] == 0.5
+
+
 def test_copy_at_1_ties_follow_the_stated_rule():
     """Copies embedded alone are equal up to float noise: the lowest corpus index wins, whichever copy is asked."""
     vectors = np.array([[1.0, 0.0], [1.0, 1e-7], [1.0, -1e-7]], dtype=np.float32)
