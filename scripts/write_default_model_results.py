@@ -101,6 +101,8 @@ def comparison(trained: dict, int8: dict, untrained: dict, previous: dict[str, d
         ("recipes", "Answer@1", "shared step (entity identity)"), ("recipes", "EvidenceRecall@10", None),
         ("recipes", "EvidenceRecall@10", "ingredients (section scope)"),
         ("recipes", "EvidenceRecall@10", "shared step (entity identity)"), ("recipes", "AllEvidence@10", None),
+        ("recipes", "Copy@1", None), ("recipes", "Copy@1", "ingredients (section scope)"),
+        ("recipes", "Copy@1", "shared step (entity identity)"),
         ("pyfaq", "Document@1", None), ("pyfaq", "Answer@10", None),
         ("pyfaq", "EvidenceRecall@10", None), ("pyfaq", "AllEvidence@10", None),
         ("wikipacks", "Document@1", None), ("wikipacks", "Answer@1", None),
@@ -508,7 +510,9 @@ def main() -> None:
             "before training, carrying the same opening into later windows; builds 7, 8, 10, 15 and 19 are "
             "`contextembed.load(\"contextembed-all-MiniLM-L6-v2-build7\")`, `...-build8`, `...-build10`, "
             "`...-build15` and `...-build19`; the "
-            "default model in bold):", "",
+            "default model in bold; Copy@1 on recipes: of the queries whose answer line occurs word for word in other "
+            "recipes, such as \"1 teaspoon salt\" or a shared step, how often the asked recipe's line ranks above "
+            "those copies, which only context can do):", "",
             *comparison(trained, int8, untrained, previous), "",
             HELD_OUT_INTRO, "", *held_out_tables(args.folder), "",
             "**Targets of this build** (held-out figures from the validation sets above, the rest from the shipped "

@@ -42,13 +42,13 @@ def copy_line(results: dict) -> str:
     """What Copy@1 rests on, in one sentence.
 
     >>> print(copy_line({"contextual": {"Copy@1": 1.0, "copy_queries": 8, "queries": 10}}))
-    Copy@1: for the 8 of 10 queries whose answer sentence also occurs word for word elsewhere (copies of one document that differ in another part), whether the asked copy ranks above its twins; only context can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).
+    Copy@1: for the 8 of 10 queries whose answer sentence also occurs word for word elsewhere (in copies of one document that differ in another part, or a line that several documents share), whether the asked document's sentence ranks above its copies; only context can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).
     """
     metrics = next(m for m in results.values() if "copy_queries" in m)
     return (f"Copy@1: for the {metrics['copy_queries']} of {metrics['queries']} queries whose answer sentence also "
-            "occurs word for word elsewhere (copies of one document that differ in another part), whether the asked "
-            "copy ranks above its twins; only context can separate them, and a sentence embedded alone ties with "
-            "its copies (the lowest corpus index wins).")
+            "occurs word for word elsewhere (in copies of one document that differ in another part, or a line that "
+            "several documents share), whether the asked document's sentence ranks above its copies; only context "
+            "can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).")
 
 
 def ceiling_line(results: dict, k: int) -> str | None:
