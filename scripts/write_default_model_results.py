@@ -129,16 +129,19 @@ def comparison(trained: dict, int8: dict, untrained: dict, previous: dict[str, d
     return lines
 
 
+def _queries(values: dict, name: str) -> int:
+    """How many queries `values[name]` is a mean over: Copy@1 rests on `copy_queries`, the rest on all `queries`."""
+    return values["copy_queries" if name == "Copy@1" else "queries"]
+
+
 def _pooled(results: list[dict], mode: str, name: str, match) -> tuple[float, int]:
-    """The query-weighted mean of `name` over the capabilities `match` accepts, across result sets (Copy@1 weighted by
-    the queries it rests on, `copy_queries`)."""
+    """The mean of `name` over the capabilities `match` accepts, across result sets, weighted by `_queries`."""
     total, count = 0.0, 0
-    weight = "copy_queries" if name == "Copy@1" else "queries"
     for result in results:
         for capability, values in result[mode].get("by_capability", {}).items():
             if match(capability) and name in values:
-                total += values[name] * values[weight]
-                count += values[weight]
+                total += values[name] * _queries(values, name)
+                count += _queries(values, name)
     return (100 * total / count if count else float("nan")), count
 
 
@@ -169,8 +172,7 @@ def target_rows(folder: Path, trained: dict, int8: dict, untrained: dict, previo
     for metric_name, reading in (("Copy@1", "their copy's clause ranks above the other 7 copies' (Copy@1)"),
                                  ("Answer@1", "their copy's clause is also the first of all 48 documents' sentences "
                                               "(Answer@1)")):
-        families = [round(v[metric_name] * v["copy_queries" if metric_name == "Copy@1" else "queries"])
-                    for v in long.values()]
+        families = [round(v[metric_name] * _queries(v, metric_name)) for v in long.values()]
         rows.append((f"long family: ≥ 7 of 8 names, {reading}",
                      f"{sum(f >= 7 for f in families)} of {len(families)} families (hits: {families})",
                      all(f >= 7 for f in families)))
@@ -263,8 +265,8 @@ def held_out_tables(folder: Path) -> list[str]:
     per_model = [_validation(folder, "long-family", m)["contextual"].get("by_capability", {})
                  for m, _ in VALIDATION_MODELS]
     for capability in sorted(per_model[-1]):
-        hits = [" · ".join(f"{round(p[capability][m] * p[capability][n])}/{p[capability][n]}"
-                           for m, n in (("Answer@1", "queries"), ("Copy@1", "copy_queries"))) for p in per_model]
+        hits = [" · ".join(f"{round(p[capability][m] * _queries(p[capability], m))}/{_queries(p[capability], m)}"
+                           for m in ("Answer@1", "Copy@1")) for p in per_model]
         hits[-1] = f"**{hits[-1]}**"
         families.append(f"| {capability.removesuffix('/far')} | " + " | ".join(hits) + " |")
     return (lines + ["", "By reference form, held-out source and generator pooled (late chunking, Answer@1; near = "
