@@ -45,6 +45,11 @@ def _faker() -> Faker:
     global _FAKER
     if _FAKER is None:  # building the locales' providers takes a moment: once per process
         _FAKER = Faker(list(LOCALES))
+        # it_IT lists its cities from a set, in an order that changes with PYTHONHASHSEED: sorted, the same seed
+        # draws the same city in every process
+        for provider in _FAKER["it_IT"].providers:
+            if isinstance(getattr(provider, "cities", None), list):
+                provider.cities = sorted(provider.cities)
     return _FAKER
 
 
