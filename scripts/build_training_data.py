@@ -148,6 +148,9 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=560, help="training families (8 documents each)")
     parser.add_argument("--validation-families", type=int, default=24, help="families per validation set")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--varied-pronouns", action="store_true",
+                        help="training \"people\" families refer to their author in several pronoun forms (build 29's "
+                             "data; every other document and every validation set stay the same)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     count_tokens = token_counter()
@@ -166,7 +169,8 @@ def main() -> None:
     documents = [d for d in documents if d.source != "pydocs" or d.id.rsplit("/", 1)[0] not in held_out_pages]
     teacher = Teacher.from_folder(args.teacher, args.teacher_cache) if args.teacher else None
     documents += faq_documents([t for t in train_texts if is_faq(t)], teacher, seed=args.seed)
-    documents += weighted_families(train_texts, TRAINING_GENERATORS, args.families, rng, count_tokens)
+    documents += weighted_families(train_texts, TRAINING_GENERATORS, args.families, rng, count_tokens,
+                                   varied_pronouns=args.varied_pronouns)
     documents, dropped = exclude_evaluation_documents(documents, evaluation)
     write_documents(args.output, documents)
 
@@ -187,6 +191,7 @@ def main() -> None:
         write_set(args.validation / name, validation_documents)
     manifest = {
         "seed": args.seed, "teacher": args.teacher.name if args.teacher else None,
+        "varied_pronouns": args.varied_pronouns,
         "faker": version("faker"),
         "excluded_by_title": len(titles), "excluded_near_duplicates": dropped,
         "documents": Counter(d.source for d in documents),
