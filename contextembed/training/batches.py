@@ -25,13 +25,13 @@ class PlannedBatches(torch.utils.data.Dataset):
     """Step i's batch: document indices of one family, and a seed for its chunking and queries."""
 
     def __init__(self, documents: list[TrainingDocument], config: TrainConfig):
-        sources = {d.source for d in documents}
-        unknown = sorted(set(config.source_repeats) - sources)
+        keys = [(d.source, d.family.split("/", 1)[0]) for d in documents]  # a source, or a family's generator
+        sources, generators = {s for s, _ in keys}, {g for _, g in keys}
+        unknown = sorted(set(config.source_repeats) - sources - generators)
         if unknown:
             raise ValueError(f"source_repeats names sources {unknown} that no training document has "
-                             f"(sources: {sorted(sources)})")
-        repeated = {source: [i for i, d in enumerate(documents) if d.source == source]
-                    for source in config.source_repeats}
+                             f"(sources: {sorted(sources)}; family generators: {sorted(generators - sources)})")
+        repeated = {key: [i for i, d in enumerate(documents) if key in keys[i]] for key in config.source_repeats}
         self.batches: list[list[int]] = []
         epoch = 0
         while len(self.batches) < config.max_steps:

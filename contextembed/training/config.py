@@ -54,7 +54,9 @@ class TrainConfig:
     redundant_answer_in_dist: bool = True  # False: lowered in L_within's target only (L_dist keeps every answer)
     keep_weight: float = 0.0  # L_keep: the untrained model's plain whole-document ranking (against forgetting)
     keep_chars: int = 1200  # each document's opening, cut at a sentence end, is its whole-document text
-    source_repeats: dict[str, int] = field(default_factory=dict)  # a source's batches this many times per epoch
+    # A source's batches this many times per epoch; a key may also name a family generator ("people": the families
+    # whose id starts "people/").
+    source_repeats: dict[str, int] = field(default_factory=dict)
     matryoshka_dims: list[int] | None = None  # None: the checkpoint's dims
     qat_fraction: float = 0.3
     chunking_weights: dict[str, float] = field(

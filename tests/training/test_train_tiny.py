@@ -287,6 +287,17 @@ def test_source_repeats_add_passes_over_one_source():
         PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"wiki": 2}))
 
 
+def test_source_repeats_may_name_a_family_generator():
+    from contextembed.training.batches import PlannedBatches
+
+    docs = [TrainingDocument(str(i), "pydocs", f"{'people' if i < 4 else 'named'}/page/{i // 4}", "x", [(0, 1)], [],
+                             [TrainingQuery("q", [(0, 1)])]) for i in range(12)]
+    repeated = PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"people": 3}))
+    assert sorted(docs[b[0]].family for b in repeated.batches) == ["named/page/1", "named/page/2"] + ["people/page/0"] * 3
+    with pytest.raises(ValueError, match=r"\['scoped'\] .* family generators: \['named', 'people'\]"):
+        PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"scoped": 2}))
+
+
 def test_a_run_continues_from_a_delta(built, trained):
     """`init_delta` starts the adapters and the separator row where a delta left them: the training model then
     computes what `apply_delta` on the same checkpoint gives; a delta of another rank is refused by name."""
