@@ -26,7 +26,8 @@ Validation (written to `--validation`, used to choose settings; never trained on
 - `heldout-faq`: natural questions over whole FAQ pages held out of training (`HELD_OUT_TEXTS`: perlfaq5 and two
   Debian FAQ chapters), answered by the paragraph under each question;
 - `handwritten-near` / `handwritten-far`: hand-written families in five genres no source resembles
-  (scripts/handwritten_families.py), asked in natural questions, inside one pass and beyond the first window.
+  (scripts/handwritten_families.py), asked in natural questions, inside one pass and beyond the first window;
+  `handwritten-pronoun`: four hand-written families whose asked sentences refer to their lead only by a pronoun.
 """
 
 from __future__ import annotations
@@ -183,9 +184,7 @@ def main() -> None:
         "long-family": long_families(validation_texts, 6, rng, count_tokens),
         # natural questions over long FAQ pages no training document comes from (the kind of pyfaq, not pyfaq)
         "heldout-faq": faq_documents([t for t in validation_texts if t.id in HELD_OUT_TEXTS], None, seed=args.seed),
-        **{f"handwritten-{distance}": [d for name, genre in handwritten_families.GENRES.items()
-                                       for d in handwritten_families.family(name, genre, distance)]
-           for distance in ("near", "far")},
+        **handwritten_families.sets(),
     }
     for name, validation_documents in sets.items():
         write_set(args.validation / name, validation_documents)

@@ -1,6 +1,6 @@
 """Write the hand-written validation families: five genres no training source resembles, one reference form each.
 
-    python scripts/handwritten_families.py validation/   # writes handwritten-near/ and handwritten-far/
+    python scripts/handwritten_families.py validation/   # handwritten-near/, handwritten-far/, handwritten-pronoun/
 
 Every family is 8 copies of one hand-written document that differ only in what identifies them (a company, a
 hotel and its nickname, a firmware version, the woman who led a survey among several people, the group a section of
@@ -11,6 +11,11 @@ sentence says "the hotel" and the question uses the nickname). Questions are wri
 twice: *near* (~250 tokens, read in one pass) and *far* (a filler of the same genre pushes the asked sentences
 beyond the first 512-token window). Near and far are separate sets: their copies share names, so in one corpus a
 near question would have a right answer in the far copy too.
+
+A pronoun form resting on five asked sentences moves 12.5 points when one of them changes side, too coarse to choose
+by (builds 29 and 30); `handwritten-pronoun` adds three more pronoun families — a concert programme, a legal case
+file (three men), a hospital ward's notes — each with 8 asked sentences that say only "she", "he", "her" or "his",
+and puts them beside the field report, near only (29 asked sentences, 232 queries).
 
 No generator of `contextembed.training.families` and no training source makes text like this; the set is for
 choosing settings only (see the model card), never trained on. Its text is ours (CC0).
@@ -392,6 +397,107 @@ PARKING = Genre(
 GENRES = {"handbook": HANDBOOK, "hotel": HOTEL, "release-notes": RELEASE, "field-report": SURVEY,
           "parking-rules": PARKING}
 
+# More pronoun families (near only), so the form rests on 24 asked sentences rather than five: in each, three people
+# of one gender are named in every copy, and who leads differs; the asked sentences say only "she", "he", "her" or
+# "his", and each question names the copy's lead.
+CONDUCTORS = ("Maria Lindqvist", "Sofia Brandt", "Julia Hartmann", "Elena Vasquez", "Clara Moretti", "Ingrid Holm",
+              "Naomi Adler", "Teresa Kowalczyk")
+ORCHESTRA = Genre(
+    kind="pronoun",
+    opening=["Programme notes: the spring concert of the Linden Hall Orchestra.",
+             "Tonight's concert is conducted by {lead}; {second} and {third} are the soloists."],
+    values=[{"lead": CONDUCTORS[k], "second": CONDUCTORS[(k + 1) % 8], "third": CONDUCTORS[(k + 3) % 8]}
+            for k in range(8)],
+    lead=["The orchestra was founded in 1962 by a group of music teachers.",
+          "Tickets for the autumn season go on sale in June."],
+    asked=[("She chose the opening overture herself after hearing it in Vienna.",
+            "Which piece did {lead} choose after hearing it in Vienna?"),
+           ("Her first rehearsal with the orchestra lasted almost five hours.",
+            "How long was {lead}'s first rehearsal with the orchestra?"),
+           ("The players say she never raises her voice, even when a passage goes badly.",
+            "Does {lead} shout at the players when a passage goes badly?"),
+           ("She asked the brass section to sit further back for this concert.",
+            "Where did {lead} ask the brass section to sit?"),
+           ("After the interval she will talk briefly about the symphony's history.",
+            "What will {lead} talk about after the interval?"),
+           ("Critics praised her slow tempo in the second movement last season.",
+            "What did critics praise in {lead}'s conducting last season?"),
+           ("She studied the cello for years before she ever held a baton.",
+            "Which instrument did {lead} study before conducting?"),
+           ("Next year she takes the orchestra on its first tour of Japan.",
+            "Where will {lead} take the orchestra on tour next year?")],
+    filler=["The hall seats eleven hundred people.", "Latecomers are admitted during the applause.",
+            "The bar opens an hour before the concert.", "Photography is not allowed during the performance.",
+            "The programme lasts about two hours with one interval.", "Cloakroom tickets are free of charge.",
+            "Hearing loops are fitted in the stalls.", "The orchestra's shop sells recordings in the foyer."])
+
+COUNSEL = ("Thomas Whitfield", "Daniel Okoro", "Samuel Brennan", "Jonas Keller", "Rafael Ortega", "Peter Lindholm",
+           "Arjun Mehta", "Victor Laurent")
+CASE_FILE = Genre(
+    kind="pronoun",
+    opening=["Case file 2291: Hollis and others against the Marlow Water Company.",
+             "The claim is led by {lead}, with {second} and {third} as junior counsel."],
+    values=[{"lead": COUNSEL[k], "second": COUNSEL[(k + 1) % 8], "third": COUNSEL[(k + 3) % 8]} for k in range(8)],
+    lead=["The claim concerns the flooding of six houses on Mill Lane in 2019.",
+          "The water company denies that its pipes caused the damage."],
+    asked=[("He filed the appeal two days before the court's deadline.",
+            "When did {lead} file the appeal?"),
+           ("His argument rests on the company's own inspection reports.",
+            "What does {lead}'s argument rest on?"),
+           ("He interviewed every household on the lane in the first month.",
+            "Whom did {lead} interview in the first month of the claim?"),
+           ("The judge granted him an extra week to gather expert evidence.",
+            "How much extra time did the judge give {lead}?"),
+           ("He believes the case will settle before it reaches trial.",
+            "Does {lead} expect the case to settle?"),
+           ("His fee is paid only if the claim succeeds.",
+            "When is {lead} paid for the claim?"),
+           ("He has asked for the company's maintenance records going back to 2010.",
+            "Which records has {lead} asked the water company for?"),
+           ("In court he will call two engineers as witnesses.",
+            "Whom will {lead} call as witnesses in court?")],
+    filler=["Hearings take place at the county court in Exeter.",
+            "The claimants meet their lawyers every second Tuesday.",
+            "All letters to the court are copied to the claimants.",
+            "The insurers of two houses have joined the claim.",
+            "Photographs of the flooding were taken by a neighbour.",
+            "A surveyor valued the damage at ninety thousand pounds.",
+            "The lane has flooded twice more since the claim began.",
+            "Press enquiries go to the firm's office manager."])
+
+WARD_MANAGERS = ("Grace Mwangi", "Helen Novak", "Ruth Castillo", "Irene Walsh", "Yuki Tanaka", "Fatima Rahman",
+                 "Olga Petrova", "Anna Kowalski")
+WARD = Genre(
+    kind="pronoun",
+    opening=["Ward 7 handover notes, week 12.",
+             "The ward is managed by {lead}; {second} and {third} are the senior nurses on the day shift."],
+    values=[{"lead": WARD_MANAGERS[k], "second": WARD_MANAGERS[(k + 1) % 8], "third": WARD_MANAGERS[(k + 3) % 8]}
+            for k in range(8)],
+    lead=["The ward has twenty-four beds for patients recovering from surgery.",
+          "Visiting hours are from two until eight."],
+    asked=[("She moved the medication round to half past seven to keep it clear of the doctors' rounds.",
+            "Why did {lead} move the medication round?"),
+           ("Her new checklist for discharges has cut waiting times by an hour.",
+            "What has {lead}'s discharge checklist done to waiting times?"),
+           ("She wants every patient weighed on admission from next month.",
+            "What does {lead} want done for every patient on admission?"),
+           ("Families can phone her directly with complaints.",
+            "Can families call {lead} directly with a complaint?"),
+           ("She trained the student nurses on the new infusion pumps last week.",
+            "Whom did {lead} train on the new infusion pumps?"),
+           ("Her request for two more night staff is with the hospital board.",
+            "What has {lead} asked the hospital board for?"),
+           ("She found the broken fridge lock during her night check.",
+            "What did {lead} find during the night check?"),
+           ("The rota for the holidays will be posted by her on Friday.",
+            "When will {lead} post the holiday rota?")],
+    filler=["Hand gel stations are at every bay entrance.", "The kitchen serves lunch at twelve.",
+            "Spare linen is kept in the cupboard by bay C.", "Patients may bring their own pillows.",
+            "The day room has a television and books.", "Fire doors must never be wedged open.",
+            "Physiotherapists visit each morning.", "Parking permits for families are sold at reception."])
+
+PRONOUN_GENRES = {"field-report": SURVEY, "concert": ORCHESTRA, "case-file": CASE_FILE, "ward": WARD}
+
 
 def fill(template: str, values: dict) -> str:
     """A template with the copy's values; `{x_lower}` is value `x` with a lower-case first letter."""
@@ -431,11 +537,19 @@ def family(name: str, genre: Genre, distance: str) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("output", type=Path, help="folder to write handwritten-near/ and handwritten-far/ into")
+    parser.add_argument("output", type=Path,
+                        help="folder to write handwritten-near/, handwritten-far/ and handwritten-pronoun/ into")
     args = parser.parse_args()
-    for distance in ("near", "far"):
-        write_set(args.output / f"handwritten-{distance}",
-                  [d for name, genre in GENRES.items() for d in family(name, genre, distance)])
+    for name, documents in sets().items():
+        write_set(args.output / name, documents)
+
+
+def sets() -> dict[str, list]:
+    """The hand-written validation sets: `handwritten-near` and `handwritten-far` (the five genres, one reference
+    form each), and `handwritten-pronoun` (the pronoun families, near: 4 families, 29 asked sentences)."""
+    return {**{f"handwritten-{distance}": [d for name, genre in GENRES.items() for d in family(name, genre, distance)]
+               for distance in ("near", "far")},
+            "handwritten-pronoun": [d for name, genre in PRONOUN_GENRES.items() for d in family(name, genre, "near")]}
 
 
 if __name__ == "__main__":
