@@ -150,8 +150,8 @@ def main() -> None:
     parser.add_argument("--validation-families", type=int, default=24, help="families per validation set")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--varied-pronouns", action="store_true",
-                        help="training \"people\" families refer to their author in several pronoun forms (build 29's "
-                             "data; every other document and every validation set stay the same)")
+                        help="training \"people\" families refer to their author in several pronoun forms (builds 29 "
+                             "and 30's data; every other document and every validation set stay the same)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     count_tokens = token_counter()
