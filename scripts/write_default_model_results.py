@@ -464,7 +464,7 @@ def training_summary() -> list[str]:
         "picked on the validation sets after build 26, the same rule: 0.1 gives decision mean 0.695 (no decision "
         "figure fell) and EvidenceRecall@10 79.5, 0.15 gives 0.687 and 81.5; 0.1 ships as "
         "`encode_documents(..., local_mix=0.1)`, off by default, and the default model is unchanged; record "
-        "`build27_candidate.json`. " + continuation()]
+        "`build27_candidate.json`. " + continuation() + " " + pronoun_candidates()]
 
 
 def continuation() -> str:
@@ -499,6 +499,29 @@ def continuation() -> str:
         "but a continuation of one delta varies far less: the same run with seed 1 (declared before it ran as a "
         "measurement, `build28_seed1.json`, not shipped) scored 0.690 and EvidenceRecall@10 78.1, also above build 19 "
         "on both. The shipped sets, the leases and the guard set were measured after the decision and chose nothing.")
+
+
+def pronoun_candidates() -> str:
+    """Builds 29 and 30: build 28 continued on varied pronoun forms, neither shipped (their records)."""
+    figures = []
+    for build in (29, 30):
+        record = json.loads((RUN / f"build{build}_candidate.json").read_text())
+        measured = next(v for k, v in record.items() if k.startswith("measured (scripts"))
+        after = next(v for k, v in record.items() if k.startswith("measured after"))["Copy@1 / Answer@1"]
+        near, far = measured["hand-written pronoun Copy@1 near / far"]
+        figures.append(f"build {build} decision mean {measured['decision mean']:.4f}, EvidenceRecall@10 "
+                       f"{100 * measured['EvidenceRecall@10 mean']:.1f}, pronoun Copy@1 {near:.1f} / {far:.1f}, and "
+                       f"{after[f'build {build}'][0]:.1f} on *handwritten-pronoun* (measured after the decision)")
+    return (
+        "**Builds 29 and 30 (not shipped): pronouns in more than one form.** The training `people` generator led every "
+        "asked sentence of a family in with one fixed phrase (\"She points out that\"); with `--varied-pronouns` the "
+        "file refers to the author in four of 26 forms per family and nothing else changes. Both continue build 28 "
+        "for 120 steps on that file with build 19's contrastive losses and L_mix at `mix_local` 0 holding build 28's "
+        "own vectors (build 29: people batches ×4, hold weight 1; build 30: ×8, hold weight 5). The rule, committed "
+        "before each ran: decision mean at least 0.6927, EvidenceRecall@10 no more than 1 point below 78.2, pronoun "
+        "Copy@1 (hand-written, mean of near and far; build 28: 62.5 / 65.0) up at least 10 points. Measured: "
+        + "; ".join(figures) + " (build 28: 76.3). Neither passed; build 28 stays. Records: "
+        "`build29_candidate.json`, `build30_candidate.json`.")
 
 
 def main() -> None:
