@@ -10,7 +10,8 @@ sets) and prints, per weight, the decision figures the default model's builds ar
 
 - the decision mean: the mean of hand-written near and far Answer@1, held-out near and far Answer@1 (each the mean of
   the held-out source's and the held-out generator's), long-family Answer@1 and held-out FAQ Answer@10;
-- the EvidenceRecall@10 mean over the six sets, and each set's Document@1, AllEvidence@10 and Answer@10.
+- the EvidenceRecall@10 mean over the six sets, and each set's Document@1, AllEvidence@10 and Answer@10;
+- beside them, where the folder holds it, `handwritten-pronoun`'s Copy@1 (never part of the decision mean).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from contextembed.evaluation.context_bench import run_context_bench  # noqa: E40
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 
 SETS = ("heldout-source", "heldout-generator", "long-family", "heldout-faq", "handwritten-near", "handwritten-far")
+# Reported beside the decision figures where the folder holds it, never part of them (written after build 30).
+EXTRA_SETS = ("handwritten-pronoun",)
 
 
 def decision(per_set: dict) -> dict:
@@ -52,8 +55,9 @@ def set_figures(late: dict, queries) -> dict:
 
 
 def print_row(name: str, row: dict) -> None:
+    extra = "".join(f", {s} Copy@1 {row['sets'][s]['Copy@1']:.4f}" for s in EXTRA_SETS if s in row["sets"])
     print(f"{name}: decision mean {row['decision mean']}, EvidenceRecall@10 mean {row['EvidenceRecall@10 mean']}, "
-          f"{json.dumps(row['decision figures'])}", flush=True)
+          f"{json.dumps(row['decision figures'])}{extra}", flush=True)
 
 
 def write_table(out: Path, table: dict) -> None:
@@ -69,6 +73,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/document-mix.json"))
     args = parser.parse_args()
     sets = {name: load_context_bench(args.validation / name) for name in SETS}
+    sets |= {name: load_context_bench(args.validation / name) for name in EXTRA_SETS
+             if (args.validation / name).is_dir()}
     table = {}
     for name in args.model:
         model = contextembed.load(name)
