@@ -45,6 +45,13 @@ class Genre:
     filler: list[str]  # shared lines of the same genre, put between the lead and the asked lines when far
 
 
+
+def rotating_cast(names: tuple[str, ...]) -> list[dict]:
+    """One copy per name: that person leads, and two others of the same eight are named beside them (roles rotate, so
+    no name marks a copy by itself)."""
+    return [{"lead": names[k], "second": names[(k + 1) % len(names)], "third": names[(k + 3) % len(names)]}
+            for k in range(len(names))]
+
 HANDBOOK = Genre(
     kind="entity",
     opening=["Employee handbook of {org}.", "This handbook explains how {org} works with the people it employs."],
@@ -261,7 +268,7 @@ SURVEY = Genre(
     kind="pronoun",
     opening=["Field report: the summer survey of the Karsa valley.",
              "The survey was led by {lead}, with {second} and {third} as field scientists."],
-    values=[{"lead": LEADS[k], "second": LEADS[(k + 1) % 8], "third": LEADS[(k + 3) % 8]} for k in range(8)],
+    values=rotating_cast(LEADS),
     lead=["The team camped at the foot of the glacier for five weeks.",
           "Tom Reiss kept the camp supplied and handled the radio."],
     asked=[("She mapped the northern ridge in three days using a handheld laser scanner.",
@@ -406,8 +413,7 @@ ORCHESTRA = Genre(
     kind="pronoun",
     opening=["Programme notes: the spring concert of the Linden Hall Orchestra.",
              "Tonight's concert is conducted by {lead}; {second} and {third} are the soloists."],
-    values=[{"lead": CONDUCTORS[k], "second": CONDUCTORS[(k + 1) % 8], "third": CONDUCTORS[(k + 3) % 8]}
-            for k in range(8)],
+    values=rotating_cast(CONDUCTORS),
     lead=["The orchestra was founded in 1962 by a group of music teachers.",
           "Tickets for the autumn season go on sale in June."],
     asked=[("She chose the opening overture herself after hearing it in Vienna.",
@@ -437,7 +443,7 @@ CASE_FILE = Genre(
     kind="pronoun",
     opening=["Case file 2291: Hollis and others against the Marlow Water Company.",
              "The claim is led by {lead}, with {second} and {third} as junior counsel."],
-    values=[{"lead": COUNSEL[k], "second": COUNSEL[(k + 1) % 8], "third": COUNSEL[(k + 3) % 8]} for k in range(8)],
+    values=rotating_cast(COUNSEL),
     lead=["The claim concerns the flooding of six houses on Mill Lane in 2019.",
           "The water company denies that its pipes caused the damage."],
     asked=[("He filed the appeal two days before the court's deadline.",
@@ -471,8 +477,7 @@ WARD = Genre(
     kind="pronoun",
     opening=["Ward 7 handover notes, week 12.",
              "The ward is managed by {lead}; {second} and {third} are the senior nurses on the day shift."],
-    values=[{"lead": WARD_MANAGERS[k], "second": WARD_MANAGERS[(k + 1) % 8], "third": WARD_MANAGERS[(k + 3) % 8]}
-            for k in range(8)],
+    values=rotating_cast(WARD_MANAGERS),
     lead=["The ward has twenty-four beds for patients recovering from surgery.",
           "Visiting hours are from two until eight."],
     asked=[("She moved the medication round to half past seven to keep it clear of the doctors' rounds.",

@@ -89,8 +89,8 @@ def pronoun_form(template: str, sentence: str) -> str:
     """
     if template.startswith("{S}"):
         if not sentence.endswith(".") or sentence.endswith(".."):
-            pronoun = re.search(r"\b(she|he|her|his|him)\b", template).group(1)
-            return f"{'She' if pronoun in ('she', 'her') else 'He'} notes that {_lower_first(sentence)}"
+            she = "She" if re.search(r"\b(she|her)\b", template) else "He"
+            return f"{she} notes that {_lower_first(sentence)}"
         return template.format(S=sentence[:-1])
     return template.format(s=_lower_first(sentence))
 
