@@ -21,6 +21,7 @@ Built on first use and cached in `$CONTEXTEMBED_CACHE`, else `$XDG_CACHE_HOME/co
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -40,7 +41,8 @@ BUILD10_MODEL_NAME = "contextembed-all-MiniLM-L6-v2-build10"
 BUILD15_MODEL_NAME = "contextembed-all-MiniLM-L6-v2-build15"
 BUILD19_MODEL_NAME = "contextembed-all-MiniLM-L6-v2-build19"
 PREVIOUS_MODEL_NAME = BUILD19_MODEL_NAME  # the default this build replaced
-# Bump when the build recipe or the delta changes, so caches from older recipes are not reused.
+# Bump when the build recipe or the delta changes, so caches from older recipes are not reused (a cached model
+# built from a delta is also keyed by that delta's bytes, so a changed delta never loads an older one's checkpoint).
 BUILD_VERSION = 28  # the build number of the packaged delta
 WINDOW_HEAD_TOKENS = 48  # chosen on the validation sets (scripts/choose_window_head.py), see the card
 # Where the separator's row starts (measured on the shipped sets against the mean embedding, see the card).
@@ -333,7 +335,7 @@ def default_model_path(cache_dir: str | Path | None = None) -> Path:
         save_checkpoint(model.eval(), ContextEmbedProcessor.from_pretrained(base), staging,
                         card=default_model_card_fields())
 
-    return _cached(DEFAULT_MODEL_NAME, cache_dir, build)
+    return _cached(DEFAULT_MODEL_NAME, cache_dir, build, key=delta_digest(DELTA))
 
 
 def previous_model_path(name: str = PREVIOUS_MODEL_NAME, cache_dir: str | Path | None = None) -> Path:
@@ -356,12 +358,30 @@ def previous_model_path(name: str = PREVIOUS_MODEL_NAME, cache_dir: str | Path |
         card = _card_fields(name, previous.summary, previous.limitations, repr(name))
         save_checkpoint(model.eval(), ContextEmbedProcessor.from_pretrained(base), staging, card=card)
 
-    return _cached(name, cache_dir, build)
+    return _cached(name, cache_dir, build, key=delta_digest(previous.delta))
 
 
-def _cached(name: str, cache_dir, build) -> Path:
+def delta_digest(resource: str) -> str:
+    """The first 12 hex digits of the SHA-256 of a delta packaged in `contextembed`: part of the cache key of the
+    model built from it."""
+    return hashlib.sha256(files("contextembed").joinpath(resource).read_bytes()).hexdigest()[:12]
+
+
+def cache_dir_name(name: str, key: str = "") -> str:
+    """The cache directory of a model built here: its name, `BUILD_VERSION` and, for a model built from a delta,
+    the delta's digest.
+
+    >>> cache_dir_name("m", key="0123abcd4567") == f"m-v{BUILD_VERSION}-0123abcd4567"
+    True
+    >>> cache_dir_name("m") == f"m-v{BUILD_VERSION}"
+    True
+    """
+    return f"{name}-v{BUILD_VERSION}" + (f"-{key}" if key else "")
+
+
+def _cached(name: str, cache_dir, build, key: str = "") -> Path:
     target = Path(cache_dir) if cache_dir is not None else cache_root()
-    target = target / f"{name}-v{BUILD_VERSION}"
+    target = target / cache_dir_name(name, key)
     if (target / "model.safetensors").is_file():
         return target
     logger.info("building %s into %s", name, target)

@@ -25,7 +25,9 @@ from contextembed.default_model import (
     WINDOW_HEAD_TOKENS,
     baseline_model_path,
     default_model_path,
+    delta_digest,
     named_model_path,
+    previous_model_path,
 )
 from contextembed.delta import apply_delta
 from contextembed.modeling import ContextEmbedModel
@@ -64,6 +66,18 @@ def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache
     assert contextembed.load(BASELINE_MODEL_NAME).config.matryoshka_dims is None
     assert named_model_path(PREVIEW_MODEL_NAME) == default_model_path()
     assert trained.config.window_head_tokens == WINDOW_HEAD_TOKENS > 0  # the opening reaches every later window
+
+
+def test_a_changed_delta_never_loads_the_checkpoint_cached_from_another(default_model_cache, monkeypatch):
+    # The cache is keyed by the delta's bytes too, not only by BUILD_VERSION, which a person has to remember to bump.
+    cached = default_model_path()
+    assert cached.name.endswith(delta_digest(DELTA))
+    monkeypatch.setattr("contextembed.default_model.DELTA", "default_model_build19_delta.safetensors")
+    rebuilt = default_model_path()
+    assert rebuilt != cached and rebuilt.parent == cached.parent
+    build19 = ContextEmbedModel.from_pretrained(previous_model_path(BUILD19_MODEL_NAME)).state_dict()
+    for (name, a), b in zip(ContextEmbedModel.from_pretrained(rebuilt).state_dict().items(), build19.values()):
+        assert torch.equal(a, b), name
 
 
 @pytest.mark.parametrize("name, carried", [(BUILD19_MODEL_NAME, 48), (BUILD15_MODEL_NAME, 48), (BUILD10_MODEL_NAME, 48),

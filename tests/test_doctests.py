@@ -22,7 +22,7 @@ MODULES = sorted(
 
 WITHOUT_DOCTESTS = {
     "contextembed.build", "contextembed.checkpoint", "contextembed.corpus", "contextembed.quiet",
-    "contextembed.default_model", "contextembed.evaluation.loaders", "contextembed.evaluation.run",
+    "contextembed.evaluation.loaders", "contextembed.evaluation.run",
     "contextembed.evaluation.protocols", "contextembed.hub",
     "contextembed.training.trainer",
     "contextembed.training.batches", "contextembed.training.config", "contextembed.training.model",
