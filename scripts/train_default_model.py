@@ -21,7 +21,7 @@ The packaged delta (build 28) is two runs: the one above (build 19, ~34-40 minut
 
 which continues that delta (`init_delta`) with L_mix alone for 300 steps (~41 minutes, float32): each chunk's
 one-pass vector pulled onto build 19's `local_mix=0.1` vector of it. The two runs take ~75 minutes, over the
-60-minute budget (builds 31 and 32, `scripts/default_model_run/build3[12]_candidate.json`, tried to fit it).
+60-minute budget (builds 31–33, `scripts/default_model_run/build3[123]_candidate.json`, tried to fit it).
 """
 
 from __future__ import annotations
