@@ -552,6 +552,8 @@ def budget_candidates() -> str:
     b32 = json.loads((RUN / "build32_candidate.json").read_text())["run"]
     b33 = json.loads((RUN / "build33_candidate.json").read_text())
     measured33 = next(v for k, v in b33.items() if k.startswith("measured (scripts"))
+    seed1 = json.loads((RUN / "build33_seed1.json").read_text())
+    seed1 = next(v for k, v in seed1.items() if k.startswith("measured (scripts"))
     return (
         f"**Builds 31–33 (not shipped): the recipe within the budget.** The two runs take {total:.0f} minutes "
         "together, over the 60 minutes the issue allows for retraining the default. Build 31 ran build 28's second run "
@@ -569,8 +571,11 @@ def budget_candidates() -> str:
         f"{b33['run']['recipe, both runs (build 19 34.2 + build 33 18.9)']:.1f} with build 19's run), under build "
         f"31's rule: decision mean {measured33['decision mean']:.4f} (against build 28: one long-family query of 48 and one "
         f"hand-written far query of 200 fewer, held-out far a little higher), "
-        f"EvidenceRecall@10 {100 * measured33['EvidenceRecall@10 mean']:.1f}, so it failed too. Build 28 stays, over "
-        "the budget. Records: `build31_candidate.json`, `build32_candidate.json`, `build33_candidate.json`.")
+        f"EvidenceRecall@10 {100 * measured33['EvidenceRecall@10 mean']:.1f}, so it failed too. Its run with seed 1 "
+        f"(a measurement declared before it ran, `build33_seed1.json`) scored {seed1['decision mean']:.4f} and "
+        f"{100 * seed1['EvidenceRecall@10 mean']:.1f}: the shorter continuation costs about 0.003 of the decision mean "
+        "(two seeds 0.688 against build 28's two, 0.691) and none of the evidence. Build 28 stays, over the budget. "
+        "Records: `build31_candidate.json`, `build32_candidate.json`, `build33_candidate.json`, `build33_seed1.json`.")
 
 
 def main() -> None:
