@@ -546,7 +546,8 @@ def pronoun_candidates() -> str:
 
 def budget_candidates() -> str:
     """Builds 31 to 33: build 28's run fitted into the 60-minute budget, none shipped (their records)."""
-    total = sum(recipe_minutes().values())
+    runs = recipe_minutes()
+    total, first = sum(runs.values()), runs["build 19's run"]
     b31 = json.loads((RUN / "build31_candidate.json").read_text())
     measured = next(v for k, v in b31.items() if k.startswith("measured (scripts"))
     b32 = json.loads((RUN / "build32_candidate.json").read_text())["run"]
@@ -557,8 +558,8 @@ def budget_candidates() -> str:
     return (
         f"**Builds 31–33 (not shipped): the recipe within the budget.** The two runs take {total:.0f} minutes "
         "together, over the 60 minutes the issue allows for retraining the default. Build 31 ran build 28's second run "
-        f"for {b31['run']['steps']} steps at lr 1e-4 instead of 300 at 5e-5 ({b31['run']['minutes (script)']:.1f} "
-        f"minutes, {b31['run']['recipe, both runs (build 19 34.2 + build 31 17.9)']:.1f} with build 19's run). Its "
+        f"for {b31['run']['steps']} steps at lr 1e-4 instead of 300 at 5e-5 ({b31['run']['train_runtime (s)'] / 60:.1f} "
+        f"minutes, {first + b31['run']['train_runtime (s)'] / 60:.1f} with build 19's run). Its "
         "rule, committed before it ran: decision mean at least 0.690 (build 28's second seed), EvidenceRecall@10 no "
         "more than 1 point below 78.2, both runs within 60 minutes. Measured: decision mean "
         f"{measured['decision mean']:.4f}, EvidenceRecall@10 {100 * measured['EvidenceRecall@10 mean']:.1f}, so it "
@@ -567,8 +568,8 @@ def budget_candidates() -> str:
         f"{b32['build 31, float32, the same stretch (to step 40)']}, so 300 steps would take about "
         f"{b32['projected minutes for 300 steps']} minutes, past the 25 the budget leaves: stopped at step "
         f"{b32['steps run']} and not measured. Build 33 ran it in bf16 for {b33['run']['steps']} steps at lr 7.5e-5 "
-        f"({b33['run']['train_runtime minutes']:.1f} minutes, "
-        f"{b33['run']['recipe, both runs (build 19 34.2 + build 33 18.9)']:.1f} with build 19's run), under build "
+        f"({b33['run']['train_runtime (s)'] / 60:.1f} minutes, "
+        f"{first + b33['run']['train_runtime (s)'] / 60:.1f} with build 19's run), under build "
         f"31's rule: decision mean {measured33['decision mean']:.4f} (against build 28: one long-family query of 48 and one "
         f"hand-written far query of 200 fewer, held-out far a little higher), "
         f"EvidenceRecall@10 {100 * measured33['EvidenceRecall@10 mean']:.1f}, so it failed too. Its run with seed 1 "
