@@ -363,6 +363,26 @@ def test_the_mix_term_follows_encode_documents_with_local_mix(built):
         ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
 
 
+def test_the_mix_teacher_reads_chunks_alone_in_passes_of_similar_length(built):
+    """L_mix's teacher runs a batch's chunks alone in passes of similar length, not one pass padded to the longest:
+    padding is masked, so each chunk keeps the vector of the single pass, in the batch's order (a chunk longer than
+    the window included)."""
+    from contextembed.encoder import token_budget_batches
+    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.training.model import one_chunk_vectors
+
+    model = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
+    processor = ContextEmbedProcessor.from_pretrained(built["bert"][0])
+    inputs = dict(processor([["word " * n] for n in (3, 100, 1, 57, 20, 9, 40, 2)], task="document"))
+    lengths = inputs["token_attention_mask"].sum(1).tolist()
+    assert len(token_budget_batches(lengths, len(lengths), max_tokens=128)) > 2  # several passes, out of order
+    with torch.no_grad():
+        one_pass = model(**inputs, normalize=False).chunk_embeddings[:, 0]
+        by_length = one_chunk_vectors(model, inputs, max_tokens=128)
+    assert by_length.shape == one_pass.shape
+    torch.testing.assert_close(by_length, one_pass, atol=1e-5, rtol=1e-5)
+
+
 def test_a_run_with_the_mix_term_continues_a_delta_and_lowers_it(built, trained, tmp_path):
     out, _, _, _ = trained
     documents, _, _ = tiny_family()
