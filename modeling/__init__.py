@@ -30,6 +30,7 @@ from .modeling_contextembed import (
     mix_document_mean,
     pad_token_id,
     plan_windows,
+    token_budget_batches,
     window_length,
 )
 from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task, check_text
@@ -62,5 +63,6 @@ __all__ = [
     "mix_document_mean",
     "pad_token_id",
     "plan_windows",
+    "token_budget_batches",
     "window_length",
 ]

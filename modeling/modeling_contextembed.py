@@ -163,6 +163,44 @@ def plan_windows(
     return windows, best
 
 
+def token_budget_batches(lengths: list[int], batch_size: int, max_tokens: int,
+                         pass_tokens: int | None = None) -> list[list[int]]:
+    """Group indices into forward passes that cost the least: documents sorted by length (longest first) and cut
+    where the padded tokens plus a fixed cost per pass are fewest, each pass at most `batch_size` documents and
+    `max_tokens` padded tokens (a document longer than `max_tokens` forms a pass of its own).
+
+    `pass_tokens` is what one more pass costs, in padded tokens (default `max_tokens // 32`: 64 on CPU, where a pass
+    costs about 13 ms beyond its tokens and a token about 0.2 ms). Filling each pass greedily instead pads badly when
+    there are few documents of scattered lengths (a server's merged requests): 4 recipes documents at a time padded
+    to 1.4 times their tokens greedily, 1.1 times cut this way.
+
+    >>> token_budget_batches([5, 100, 7, 6], batch_size=8, max_tokens=21, pass_tokens=4)
+    [[1], [2, 3, 0]]
+    >>> token_budget_batches([20, 100, 58, 60, 18], batch_size=8, max_tokens=200, pass_tokens=10)  # greedy: [1, 3], [2, 0, 4]
+    [[1], [3, 2], [0, 4]]
+    """
+    if pass_tokens is None:
+        pass_tokens = max(1, max_tokens // 32)
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    # cost[j]: the cheapest way to run the first j documents of `order`; a pass order[i:j] pads to lengths[order[i]].
+    cost, cut = [0] + [0] * len(order), [0] * (len(order) + 1)
+    for j in range(1, len(order) + 1):
+        best = None
+        for i in range(j - 1, max(j - batch_size, 0) - 1, -1):  # the pass order[i:j], shortest first
+            size = j - i
+            if size > 1 and lengths[order[i]] * size > max_tokens:
+                break  # a longer pass only pads more
+            total = cost[i] + lengths[order[i]] * size + pass_tokens
+            if best is None or total <= best:
+                best, cut[j] = total, i
+        cost[j] = best
+    batches, j = [], len(order)
+    while j:
+        batches.append(order[cut[j] : j])
+        j = cut[j]
+    return batches[::-1]
+
+
 def late_chunk_sums(
     core,
     input_ids: torch.LongTensor,
@@ -180,12 +218,14 @@ def late_chunk_sums(
     """Each chunk's summed states and token count for a padded batch, whatever the documents' lengths.
 
     `core(input_ids, token_mask, chunk_ids, num_chunks, token_type_ids)` runs one padded batch and returns its
-    `(sums (b, num_chunks, width), counts (b, num_chunks))`, as `chunk_sums_and_counts` computes them. Rows that
-    fit `window` tokens run in one call; each longer row runs in windows on chunk boundaries (8 per call), each
-    chunk pooled from the window that gives it the most context, with the row's first `head_tokens` chunk tokens
-    carried as context. Sums and counts add up across windows, so any linear map of the states (the projection)
-    may be applied inside `core` or after the division. The same plan serves the torch model and the exported
-    backends, which differ only in `core`.
+    `(sums (b, num_chunks, width), counts (b, num_chunks))`, as `chunk_sums_and_counts` computes them. A batch whose
+    rows all fit `window` tokens runs in one call. Otherwise each longer row is cut into windows on chunk
+    boundaries, each chunk pooled from the window that gives it the most context, with the row's first
+    `head_tokens` chunk tokens carried as context; the short rows and all the windows then run together in calls of
+    similar lengths (`token_budget_batches`, at most 8 windows' worth of padded tokens a call), so a row's last,
+    short window runs beside other short pieces instead of padded to its full neighbours. Each chunk is pooled from one piece, so sums and counts only add zeros
+    across pieces, and any linear map of the states (the projection) may be applied inside `core` or after the
+    division. The same plan serves the torch model and the exported backends, which differ only in `core`.
     """
     batch = input_ids.shape[0]
     lengths = token_mask.sum(1)  # (B,)
@@ -195,31 +235,40 @@ def late_chunk_sums(
         return core(input_ids[:, :seq_len], token_mask[:, :seq_len], chunk_ids[:, :seq_len], num_chunks,
                     None if token_type_ids is None else token_type_ids[:, :seq_len])
 
-    sums = torch.zeros(batch, num_chunks, width, dtype=torch.float32, device=input_ids.device)
-    counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
-    if len(short):
-        seq_len = int(lengths[short].max())
-        sums[short], counts[short] = core(
-            input_ids[short, :seq_len], token_mask[short, :seq_len], chunk_ids[short, :seq_len], num_chunks,
-            None if token_type_ids is None else token_type_ids[short, :seq_len],
-        )
+    # Pieces (row, ids, local chunk ids, token types, offset): a pooled token's chunk is offset + local id.
+    pieces = []
+    for row in short.tolist():
+        length = int(lengths[row])
+        types = None if token_type_ids is None else token_type_ids[row, :length]
+        pieces.append((row, input_ids[row, :length], chunk_ids[row, :length], types, 0))
     for row in (lengths > window).nonzero().flatten().tolist():
         length = int(lengths[row])
         ids, cids = input_ids[row, :length], chunk_ids[row, :length]
-        windows = document_windows(ids, cids, window, head_tokens=head_tokens, overlap=overlap)
-        for first in range(0, len(windows), 8):
-            group = windows[first : first + 8]
-            group_len = max(len(w_ids) for w_ids, _, _ in group)
-            num_local = max(int(w_cids.max()) + 1 for _, w_cids, _ in group)
-            batch_ids = ids.new_full((len(group), group_len), pad_id)
-            batch_cids = cids.new_full((len(group), group_len), -1)
-            mask = torch.zeros_like(batch_ids)
-            for i, (w_ids, w_cids, _) in enumerate(group):
-                batch_ids[i, : len(w_ids)], batch_cids[i, : len(w_ids)], mask[i, : len(w_ids)] = w_ids, w_cids, 1
-            w_sums, w_counts = core(batch_ids, mask, batch_cids, num_local, None)  # (<=8, c, width), (<=8, c)
-            for i, (_, _, offset) in enumerate(group):
-                sums[row, offset : offset + num_local] += w_sums[i, : num_chunks - offset].to(sums.device)
-                counts[row, offset : offset + num_local] += w_counts[i, : num_chunks - offset].to(counts.device)
+        for w_ids, w_cids, offset in document_windows(ids, cids, window, head_tokens=head_tokens, overlap=overlap):
+            pieces.append((row, w_ids, w_cids, None, offset))  # windows run with the default (zero) token types
+    sums = torch.zeros(batch, num_chunks, width, dtype=torch.float32, device=input_ids.device)
+    counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
+    # Calls of similar lengths, at most 8 windows' worth of padded tokens each (a call costs about 64 tokens more).
+    for call in token_budget_batches([len(p_ids) for _, p_ids, _, _, _ in pieces], batch_size=len(pieces),
+                                     max_tokens=8 * window, pass_tokens=64):
+        group = [pieces[i] for i in call]
+        group_len = len(group[0][1])  # longest first
+        num_local = max([int(p_cids.max()) + 1 for _, _, p_cids, _, _ in group if len(p_cids)] + [1])
+        batch_ids = input_ids.new_full((len(group), group_len), pad_id)
+        batch_cids = chunk_ids.new_full((len(group), group_len), -1)
+        mask = torch.zeros_like(batch_ids)
+        types = None
+        if any(p_types is not None for _, _, _, p_types, _ in group):
+            types = token_type_ids.new_zeros((len(group), group_len))
+        for i, (_, p_ids, p_cids, p_types, _) in enumerate(group):
+            batch_ids[i, : len(p_ids)], batch_cids[i, : len(p_ids)], mask[i, : len(p_ids)] = p_ids, p_cids, 1
+            if p_types is not None:
+                types[i, : len(p_ids)] = p_types
+        p_sums, p_counts = core(batch_ids, mask, batch_cids, num_local, types)  # (<=8, c, width), (<=8, c)
+        for i, (row, _, _, _, offset) in enumerate(group):
+            take = min(num_local, num_chunks - offset)
+            sums[row, offset : offset + take] += p_sums[i, :take].to(sums.device)
+            counts[row, offset : offset + take] += p_counts[i, :take].to(counts.device)
     return sums, counts
 
 
@@ -563,5 +612,6 @@ __all__ = [
     "mix_document_mean",
     "pad_token_id",
     "plan_windows",
+    "token_budget_batches",
     "window_length",
 ]

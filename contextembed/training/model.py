@@ -20,8 +20,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("training needs peft and accelerate: pip install 'contextembed[train]'") from error
 
 from contextembed.delta import read_delta
-from contextembed.encoder import default_max_tokens_per_batch, token_budget_batches
-from contextembed.modeling import cut_and_normalize
+from contextembed.encoder import default_max_tokens_per_batch
+from contextembed.modeling import cut_and_normalize, token_budget_batches, window_length
 from contextembed.training.config import TrainConfig
 from contextembed.training.losses import (
     chunk_scores,
@@ -116,7 +116,7 @@ class ContextTrainingModel(nn.Module):
                 answer_spans: torch.Tensor | None = None, alone: dict | None = None) -> dict:
         config = self.model.config
         with _head_tokens(config, head_tokens):  # this batch's amount of opening carried into later windows
-            chunks = self.model(**documents, normalize=False).chunk_embeddings  # (B, C, D), raw
+            chunks = chunk_vectors(self.model, documents)  # (B, C, D), raw
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
         within_relevance = relevance
@@ -170,7 +170,7 @@ class ContextTrainingModel(nn.Module):
         real = chunk_mask.bool()
         with torch.no_grad():
             with _head_tokens(teacher.config, head_tokens):
-                contextual = teacher(**documents, normalize=False).chunk_embeddings  # (B, C, D)
+                contextual = chunk_vectors(teacher, documents)  # (B, C, D)
             alone_rows = one_chunk_vectors(teacher, alone)  # (chunks, D), document order
             if len(alone_rows) != int(real.sum()):
                 raise ValueError(f"the batch carries {len(alone_rows)} chunks alone for {int(real.sum())} chunks")
@@ -238,6 +238,22 @@ class ContextTrainingModel(nn.Module):
         return inner.eval()
 
 
+def chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> torch.Tensor:
+    """The raw chunk vectors `(B, C, D)` of the documents in `inputs`, what `model(**inputs)` gives, with less padding.
+
+    A batch whose rows all fit one window is one call to the model, padded to its longest row (so that the model
+    can return its hidden states); training needs only the chunk vectors, so it runs such a batch in passes of
+    similar lengths (`token_budget_batches`). Half of build 19's batches fit one window, and their single call padded
+    them by 6.7% of all the documents' tokens. A batch with a longer row is one call: the model already runs its
+    short rows and windows together by length. Padding is masked, so each chunk's vector is the same either way.
+    """
+    lengths = inputs["token_attention_mask"].sum(1).tolist()
+    if not lengths or max(lengths) > window_length(model.config, inputs.get("max_seq_length")):
+        return model(**inputs, normalize=False).chunk_embeddings
+    passes, parts = _passes(model, inputs, lengths, max_tokens)
+    return _in_order(torch.cat(parts), passes)
+
+
 def one_chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> torch.Tensor:
     """The raw vector of each one-chunk document in `inputs`, `(N, D)` in their order, run in passes of similar
     lengths (`token_budget_batches`, as `encode_documents` runs them) instead of one pass padded to the longest.
@@ -247,18 +263,30 @@ def one_chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> tor
     the same either way. `max_tokens`: padded tokens per pass (default: `encode_documents`' for the device).
     """
     lengths = inputs["token_attention_mask"].sum(1).tolist()
+    passes, parts = _passes(model, inputs, lengths, max_tokens)
+    return _in_order(torch.cat([part[:, 0] for part in parts]), passes)
+
+
+def _passes(model, inputs: dict, lengths: list[int], max_tokens: int | None):
+    """`inputs`' rows grouped by `token_budget_batches`, and each group's raw chunk vectors `(rows, C, D)`."""
     device = inputs["input_ids"].device
     passes = token_budget_batches(lengths, batch_size=len(lengths),
                                   max_tokens=max_tokens or default_max_tokens_per_batch(device))
-    parts = []
+    parts, window = [], inputs.get("max_seq_length")
     for rows in passes:
         index, width = torch.tensor(rows, device=device), max(lengths[i] for i in rows)
         parts.append(model(input_ids=inputs["input_ids"][index, :width],
                            token_attention_mask=inputs["token_attention_mask"][index, :width],
                            chunk_ids=inputs["chunk_ids"][index, :width], attention_mask=inputs["attention_mask"][index],
-                           normalize=False).chunk_embeddings[:, 0])
-    order = torch.tensor([i for rows in passes for i in rows], device=device)
-    return torch.cat(parts)[torch.argsort(order)]
+                           max_seq_length=window[index] if torch.is_tensor(window) and window.dim() else window,
+                           normalize=False).chunk_embeddings)
+    return passes, parts
+
+
+def _in_order(rows: torch.Tensor, passes: list[list[int]]) -> torch.Tensor:
+    """Rows stacked pass by pass, put back in the order of the input."""
+    order = torch.tensor([i for rows_of_pass in passes for i in rows_of_pass], device=rows.device)
+    return rows[torch.argsort(order)]
 
 
 @contextmanager
