@@ -122,6 +122,40 @@ class TestWindows:
         for a, b in zip(together, alone):
             assert (a - b).abs().max() <= 1e-5
 
+    def test_short_rows_and_windows_share_calls_by_length(self, model_and_processor):
+        """A batch with long rows runs its short rows and every row's windows in calls of similar lengths: each row
+        keeps its own vectors, no call exceeds 8 windows' worth of padded tokens, and the calls pad less than
+        running each long row's windows apart and the short rows together (the plan before calls by length)."""
+        from contextembed.modeling import document_windows
+
+        model, processor = model_and_processor
+        window = model.config.max_seq_length
+        docs = [long_document(11, seed=1), long_document(8, seed=4), long_document(11, seed=2),
+                long_document(2, seed=5), long_document(11, seed=3)]
+        batch = processor(docs)
+        lengths = batch["token_attention_mask"].sum(1).tolist()
+        short = [n for n in lengths if n <= window]
+        per_row = len(short) * max(short)  # the short rows in one call, each long row's windows in calls of 8
+        for row, n in enumerate(lengths):
+            if n > window:
+                windows = document_windows(batch["input_ids"][row, :n], batch["chunk_ids"][row, :n], window,
+                                           head_tokens=model.config.window_head_tokens,
+                                           overlap=model.config.window_overlap)
+                assert len(windows) >= 2
+                per_row += sum(len(group) * max(len(ids) for ids, _, _ in group)
+                               for group in (windows[i : i + 8] for i in range(0, len(windows), 8)))
+
+        calls, run_backbone = [], model._run_backbone
+        model._run_backbone = lambda ids, mask, *args, **kwargs: (calls.append(ids.shape),
+                                                                  run_backbone(ids, mask, *args, **kwargs))[1]
+        together = run(model, processor, docs)
+        del model._run_backbone
+        padded = sum(rows * length for rows, length in calls)
+        assert all(rows * length <= 8 * window for rows, length in calls)
+        assert padded < per_row, (padded, per_row, calls)
+        for vectors, doc in zip(together, docs):
+            assert (vectors - run(model, processor, [doc])[0]).abs().max() <= 1e-5
+
     def test_chunk_longer_than_a_window_is_split_and_averaged(self, model_and_processor):
         model, processor = model_and_processor
         chunks = ["short start", " ".join(long_document(1, words_per_chunk=150)[0].split()), "short end"]

@@ -367,8 +367,7 @@ def test_the_mix_teacher_reads_chunks_alone_in_passes_of_similar_length(built):
     """L_mix's teacher runs a batch's chunks alone in passes of similar length, not one pass padded to the longest:
     padding is masked, so each chunk keeps the vector of the single pass, in the batch's order (a chunk longer than
     the window included)."""
-    from contextembed.encoder import token_budget_batches
-    from contextembed.modeling import ContextEmbedProcessor
+    from contextembed.modeling import ContextEmbedProcessor, token_budget_batches
     from contextembed.training.model import one_chunk_vectors
 
     model = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
@@ -381,6 +380,42 @@ def test_the_mix_teacher_reads_chunks_alone_in_passes_of_similar_length(built):
         by_length = one_chunk_vectors(model, inputs, max_tokens=128)
     assert by_length.shape == one_pass.shape
     torch.testing.assert_close(by_length, one_pass, atol=1e-5, rtol=1e-5)
+
+
+def test_document_passes_by_length_give_the_one_call_vectors_and_gradients(built):
+    """Training runs a batch that fits one window in passes of similar length (the model itself pads it to its
+    longest row, to return hidden states): every chunk keeps its one-call vector, in the batch's order, padding
+    chunks stay zero, and the gradient is the one-call gradient. A batch with a row longer than a window is the one
+    call."""
+    from contextembed.modeling import ContextEmbedProcessor, token_budget_batches
+    from contextembed.training.model import chunk_vectors
+
+    model = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
+    processor = ContextEmbedProcessor.from_pretrained(built["bert"][0])
+    window = model.config.max_seq_length
+    short = [["word " * n, "rent " * (n % 3 + 1)] for n in (2, 9, 1, 6, 4)] + [["tenant"] * 4, ["she"]]
+    inputs = dict(processor(short, task="document"))
+    lengths = inputs["token_attention_mask"].sum(1).tolist()
+    assert max(lengths) <= window and len(token_budget_batches(lengths, len(lengths), max_tokens=64)) > 2
+
+    def vectors_and_grad(run):
+        model.zero_grad()
+        vectors = run()
+        (vectors * torch.linspace(-1, 1, vectors.shape[-1])).sum().backward()
+        return vectors.detach(), model.projection.weight.grad.clone()
+
+    one_call, one_call_grad = vectors_and_grad(lambda: model(**inputs, normalize=False).chunk_embeddings)
+    by_length, by_length_grad = vectors_and_grad(lambda: chunk_vectors(model, inputs, max_tokens=64))
+    assert by_length.shape == one_call.shape == (len(short), 4, one_call.shape[-1])
+    torch.testing.assert_close(by_length, one_call, atol=1e-5, rtol=1e-5)
+    assert by_length[-1, 1:].abs().max() == 0  # a one-chunk document's padding chunks
+    torch.testing.assert_close(by_length_grad, one_call_grad, atol=1e-4, rtol=1e-4)
+
+    long = dict(processor(short[:3] + [["lease " * 3] * (window // 4)], task="document"))
+    assert long["token_attention_mask"].sum(1).max() > window
+    with torch.no_grad():
+        torch.testing.assert_close(chunk_vectors(model, long, max_tokens=64),
+                                   model(**long, normalize=False).chunk_embeddings, atol=1e-5, rtol=1e-5)
 
 
 def test_a_run_with_the_mix_term_continues_a_delta_and_lowers_it(built, trained, tmp_path):
