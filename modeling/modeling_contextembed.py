@@ -513,7 +513,8 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         def core(ids, mask, cids, num_chunks, type_ids):
             out = self._run_backbone(ids, mask, type_ids, output_hidden_states=output_hidden_states if whole_batch
                                      else None, **kwargs)
-            outputs.append(out)
+            if whole_batch:  # one call, whose states the output returns; windows' outputs are not kept
+                outputs.append(out)
             return chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)
 
         sums, counts = late_chunk_sums(
