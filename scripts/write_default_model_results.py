@@ -616,7 +616,7 @@ def budget_candidates() -> str:
         f"{stage1['train_runtime (s)'] / 60:.1f} minutes for build 19's run ({stage1['seconds a step']} s a step "
         f"against the {stage1['build 19 (train_runtime s, seconds a step)'][1]} recorded, a slower day of this "
         f"machine) and {stage2['train_runtime (s)'] / 60:.1f} for build 28's ({stage2['seconds a step']} s a step "
-        f"against {stage2['build 28 (train_runtime s, seconds a step)'][1]}), {b35['run']['minutes in all']:.1f} in "
+        f"against {stage2['build 28 (train_runtime s, seconds a step)'][1]}), {rerun_minutes():.1f} in "
         f"all, still over the budget. It scored {measured35['decision mean']:.4f} and "
         f"{100 * measured35['EvidenceRecall@10 mean']:.1f} (long family "
         f"{100 * measured35['decision figures']['long-family']:.1f} again), so it failed on the decision mean and the "

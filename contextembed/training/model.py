@@ -250,8 +250,7 @@ def chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> torch.T
     lengths = inputs["token_attention_mask"].sum(1).tolist()
     if not lengths or max(lengths) > window_length(model.config, inputs.get("max_seq_length")):
         return model(**inputs, normalize=False).chunk_embeddings
-    passes, parts = _passes(model, inputs, lengths, max_tokens)
-    return _in_order(torch.cat(parts), passes)
+    return _by_length(model, inputs, lengths, max_tokens)
 
 
 def one_chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> torch.Tensor:
@@ -262,13 +261,12 @@ def one_chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> tor
     padded tokens for 153k real ones over 30 steps of build 28's recipe); padding is masked, so each row's vector is
     the same either way. `max_tokens`: padded tokens per pass (default: `encode_documents`' for the device).
     """
-    lengths = inputs["token_attention_mask"].sum(1).tolist()
-    passes, parts = _passes(model, inputs, lengths, max_tokens)
-    return _in_order(torch.cat([part[:, 0] for part in parts]), passes)
+    return _by_length(model, inputs, inputs["token_attention_mask"].sum(1).tolist(), max_tokens)[:, 0]
 
 
-def _passes(model, inputs: dict, lengths: list[int], max_tokens: int | None):
-    """`inputs`' rows grouped by `token_budget_batches`, and each group's raw chunk vectors `(rows, C, D)`."""
+def _by_length(model, inputs: dict, lengths: list[int], max_tokens: int | None) -> torch.Tensor:
+    """The raw chunk vectors `(B, C, D)` of `inputs`, its rows run in the passes of `token_budget_batches` and put
+    back in their order."""
     device = inputs["input_ids"].device
     passes = token_budget_batches(lengths, batch_size=len(lengths),
                                   max_tokens=max_tokens or default_max_tokens_per_batch(device))
@@ -280,13 +278,8 @@ def _passes(model, inputs: dict, lengths: list[int], max_tokens: int | None):
                            chunk_ids=inputs["chunk_ids"][index, :width], attention_mask=inputs["attention_mask"][index],
                            max_seq_length=window[index] if torch.is_tensor(window) and window.dim() else window,
                            normalize=False).chunk_embeddings)
-    return passes, parts
-
-
-def _in_order(rows: torch.Tensor, passes: list[list[int]]) -> torch.Tensor:
-    """Rows stacked pass by pass, put back in the order of the input."""
-    order = torch.tensor([i for rows_of_pass in passes for i in rows_of_pass], device=rows.device)
-    return rows[torch.argsort(order)]
+    order = torch.tensor([i for rows in passes for i in rows], device=device)
+    return torch.cat(parts)[torch.argsort(order)]
 
 
 @contextmanager

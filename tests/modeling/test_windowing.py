@@ -146,8 +146,12 @@ class TestWindows:
                                for group in (windows[i : i + 8] for i in range(0, len(windows), 8)))
 
         calls, run_backbone = [], model._run_backbone
-        model._run_backbone = lambda ids, mask, *args, **kwargs: (calls.append(ids.shape),
-                                                                  run_backbone(ids, mask, *args, **kwargs))[1]
+
+        def recording(ids, *args, **kwargs):
+            calls.append(ids.shape)
+            return run_backbone(ids, *args, **kwargs)
+
+        model._run_backbone = recording
         together = run(model, processor, docs)
         del model._run_backbone
         padded = sum(rows * length for rows, length in calls)
