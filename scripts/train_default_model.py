@@ -13,18 +13,18 @@ rank 16 on every linear layer plus the separator row), and copies:
 Then `contextembed evaluate` and `python examples/lease_questions.py` measure it (bump BUILD_VERSION in
 `contextembed/default_model.py` so caches rebuild).
 
-The packaged delta (build 28) is two runs: the one above (build 19, ~34-40 minutes), whose delta is kept as
-`contextembed/default_model_build19_delta.safetensors`, then
+The packaged delta (build 36) is two runs from the seed, 56.2 minutes together on these 2 cores (35.9 + 20.2):
+build 19's config (the command above, or the same settings in `scripts/default_model_run/build35_stage1_train.json`,
+written to `runs/build35-stage1`), then
 
-    python scripts/train_default_model.py training-data.jsonl --output runs/build28 \
-        --config scripts/default_model_run/build28_train.json
+    python scripts/train_default_model.py training-data.jsonl --output runs/build36 \
+        --config scripts/default_model_run/build36_train.json
 
-which continues that delta (`init_delta`) with L_mix alone for 300 steps (41 minutes in float32 when it ran): each
-chunk's one-pass vector pulled onto build 19's `local_mix=0.1` vector of it. The two runs took 75 minutes, over the
-60-minute budget (builds 31–35, `scripts/default_model_run/build3[1-5]_candidate.json`, tried to fit it; build 34,
-the same run in bf16 after L_mix's teacher stopped padding each batch's chunks alone to the longest, took 22 minutes
-and scored one validation query lower; build 35, both runs rerun unchanged once training's document passes also
-ran by length, took 35.9 + 26.2 = 62.1 minutes).
+which continues that delta (`init_delta: runs/build35-stage1/delta.safetensors`) in bf16 autocast with L_mix alone
+for 300 steps: each chunk's one-pass vector pulled onto the first run's `local_mix=0.1` vector of it. Build 28, the
+default before it, was the same two runs with the second in float32 (75 minutes when they ran, 62.1 rerun as build
+35); its delta ships as `contextembed/default_model_build28_delta.safetensors`, build 19's (its first run) as
+`default_model_build19_delta.safetensors`. Builds 31–36 and their rules: `scripts/default_model_run/build3*_candidate.json`.
 """
 
 from __future__ import annotations

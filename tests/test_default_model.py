@@ -19,6 +19,7 @@ from contextembed.default_model import (
     BUILD10_MODEL_NAME,
     BUILD15_MODEL_NAME,
     BUILD19_MODEL_NAME,
+    BUILD28_MODEL_NAME,
     DELTA,
     PREVIEW_MODEL_NAME,
     PREVIOUS_MODEL_NAME,
@@ -80,7 +81,7 @@ def test_a_changed_delta_never_loads_the_checkpoint_cached_from_another(default_
         assert torch.equal(a, b), name
 
 
-@pytest.mark.parametrize("name, carried", [(BUILD19_MODEL_NAME, 48), (BUILD15_MODEL_NAME, 48), (BUILD10_MODEL_NAME, 48),
+@pytest.mark.parametrize("name, carried", [(BUILD28_MODEL_NAME, 48), (BUILD19_MODEL_NAME, 48), (BUILD15_MODEL_NAME, 48), (BUILD10_MODEL_NAME, 48),
                                            (BUILD8_MODEL_NAME, 32), (BUILD7_MODEL_NAME, 0)])
 def test_the_earlier_defaults_load_by_name_as_they_shipped(default_model_cache, name, carried):
     previous = contextembed.load(name)
@@ -91,7 +92,7 @@ def test_the_earlier_defaults_load_by_name_as_they_shipped(default_model_cache, 
     document = [["The lease of 3 Mill Lane.", "The tenant pays for electricity."]]
     a, b = (m.encode_documents(document)[0][1] for m in (previous, current))
     assert float(a @ b) < 0.9999
-    assert PREVIOUS_MODEL_NAME == BUILD19_MODEL_NAME  # the default this build replaced
+    assert PREVIOUS_MODEL_NAME == BUILD28_MODEL_NAME  # the default this build replaced
 
 
 def test_real_weights_agree_with_minilm(default_model_cache):
