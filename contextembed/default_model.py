@@ -157,7 +157,7 @@ LIMITATIONS_BUILD28 = (
     "- 384 dimensions (Matryoshka cuts at 128 and 256)."
 )
 BUILD19_SUMMARY = (
-    "The **previous default model** (build 19) of [contextembed](https://pypi.org/project/contextembed/): "
+    "An **earlier default model** (build 19) of [contextembed](https://pypi.org/project/contextembed/): "
     "[all-MiniLM-L6-v2](https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2) (BERT, 22.7M parameters) "
     "**fine-tuned for contextual chunk embeddings** for 34 minutes on two CPU cores (L_doc + L_dist + L_keep + "
     "L_within, LoRA merged, a learned `<|chunk_sep|>` row) on families of near-identical copies of real text with "
