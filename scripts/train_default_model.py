@@ -14,13 +14,14 @@ Then `contextembed evaluate` and `python examples/lease_questions.py` measure it
 `contextembed/default_model.py` so caches rebuild).
 
 The packaged delta (build 36) is two runs from the seed, 56.2 minutes together on these 2 cores (35.9 + 20.2):
-build 19's config (the command above, or the same settings in `scripts/default_model_run/build35_stage1_train.json`,
-written to `runs/build35-stage1`), then
+build 19's config (the settings above), then its continuation:
 
+    python scripts/train_default_model.py training-data.jsonl --output runs/build35-stage1 \
+        --config scripts/default_model_run/build35_stage1_train.json
     python scripts/train_default_model.py training-data.jsonl --output runs/build36 \
         --config scripts/default_model_run/build36_train.json
 
-which continues that delta (`init_delta: runs/build35-stage1/delta.safetensors`) in bf16 autocast with L_mix alone
+the second continuing the first's delta (`init_delta: runs/build35-stage1/delta.safetensors`) in bf16 with L_mix alone
 for 300 steps: each chunk's one-pass vector pulled onto the first run's `local_mix=0.1` vector of it. Build 28, the
 default before it, was the same two runs with the second in float32 (75 minutes when they ran, 62.1 rerun as build
 35); its delta ships as `contextembed/default_model_build28_delta.safetensors`, build 19's (its first run) as

@@ -81,8 +81,8 @@ def test_a_changed_delta_never_loads_the_checkpoint_cached_from_another(default_
         assert torch.equal(a, b), name
 
 
-@pytest.mark.parametrize("name, carried", [(BUILD28_MODEL_NAME, 48), (BUILD19_MODEL_NAME, 48), (BUILD15_MODEL_NAME, 48), (BUILD10_MODEL_NAME, 48),
-                                           (BUILD8_MODEL_NAME, 32), (BUILD7_MODEL_NAME, 0)])
+@pytest.mark.parametrize("name, carried", [(BUILD28_MODEL_NAME, 48), (BUILD19_MODEL_NAME, 48), (BUILD15_MODEL_NAME, 48),
+                                           (BUILD10_MODEL_NAME, 48), (BUILD8_MODEL_NAME, 32), (BUILD7_MODEL_NAME, 0)])
 def test_the_earlier_defaults_load_by_name_as_they_shipped(default_model_cache, name, carried):
     previous = contextembed.load(name)
     assert previous.model.config.window_head_tokens == carried  # as shipped: build 7 none, build 8 32, later 48
