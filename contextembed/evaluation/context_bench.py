@@ -17,6 +17,12 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   Only context can tell such copies apart, so this is late chunking's own share of Answer@1, apart from how well the
   backbone matches the query's words; a sentence embedded alone ties with its copies and scores what the tie rule
   gives (the copy with the lowest corpus index wins), chance for a family whose copies are asked about equally.
+- **where Answer@1 misses**, for every query, from the sentence that ranks first when no accepted answer does (the
+  best-ranked non-answer): **WrongSentence@1** = 1 when it is another sentence of a target document (the document was
+  found, the sentence in it was not: the chunk's own words lost to its neighbours'); **WrongCopy@1** = 1 when it is,
+  word for word, an accepted answer's text in a document that is not a target (the sentence was found, in the wrong
+  copy: the context failed); **WrongDocument@1** = 1 otherwise. Answer@1 + WrongSentence@1 + WrongCopy@1 +
+  WrongDocument@1 = 1 for every query, so the means say what share of the misses each cause takes.
 
 Where a query accepts several answer sentences (every line of an ingredient list), all but the top one stay in the
 ranking, so an embedding that ranks every answer above the rest of d* leaves only K - (answers - 1) places for the
@@ -274,6 +280,7 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
                 wins.append(float(copy_rank == 1))
         if wins:
             record["Copy@1"] = sum(wins) / len(wins)
+        record.update(miss_causes(scores, is_answer, answer_rank == 1, row_copies, starts, is_target, tolerance))
     if query.evidence:
         d_star = best_hit(doc_scores, is_target, tolerance)  # the loaders check that every target exists
         rows = np.arange(starts[d_star], starts[d_star + 1])
@@ -286,6 +293,36 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
             ceiling = answers_first_ceiling(own, query.evidence, k)
             record[f"EvidenceRecallCeiling@{k}"], record[f"AllEvidenceCeiling@{k}"] = ceiling
     return record
+
+
+def miss_causes(scores: np.ndarray, is_answer: np.ndarray, hit: bool, row_copies: np.ndarray, starts: np.ndarray,
+                is_target: np.ndarray, tolerance: float) -> dict[str, float]:
+    """Where one query's Answer@1 went (module docstring): `WrongSentence@1`, `WrongCopy@1`, `WrongDocument@1`, all 0
+    when `hit`, else 1 for the cause of the best-ranked non-answer row.
+
+    Rows 0-1 are document 0 (the target), rows 2-3 document 1; row 2 repeats the answer's text (row 0):
+
+    >>> starts, target, copies = np.array([0, 2, 4]), np.array([True, False]), np.array([0, 1, 0, 3])
+    >>> answer = np.array([True, False, False, False])
+    >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target, 1e-5)
+    {'WrongSentence@1': 1.0, 'WrongCopy@1': 0.0, 'WrongDocument@1': 0.0}
+    >>> miss_causes(np.array([0.5, 0.1, 0.9, 0.2]), answer, False, copies, starts, target, 1e-5)["WrongCopy@1"]
+    1.0
+    >>> miss_causes(np.array([0.5, 0.1, 0.2, 0.9]), answer, False, copies, starts, target, 1e-5)["WrongDocument@1"]
+    1.0
+    """
+    causes = dict.fromkeys(("WrongSentence@1", "WrongCopy@1", "WrongDocument@1"), 0.0)
+    first = None if hit else best_hit(scores, ~is_answer, tolerance)
+    if first is None:  # a hit, or a corpus with nothing but answers
+        return causes
+    document = int(np.searchsorted(starts, first, side="right")) - 1
+    if is_target[document]:
+        causes["WrongSentence@1"] = 1.0
+    elif row_copies[first] in set(row_copies[is_answer].tolist()):
+        causes["WrongCopy@1"] = 1.0
+    else:
+        causes["WrongDocument@1"] = 1.0
+    return causes
 
 
 def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:

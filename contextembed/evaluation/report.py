@@ -51,6 +51,25 @@ def copy_line(results: dict) -> str:
             "can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).")
 
 
+MISS_CAUSES = (("WrongSentence@1", "another sentence of the asked document"),
+               ("WrongCopy@1", "the answer's words in a document not asked"),
+               ("WrongDocument@1", "another document's sentence"))
+
+
+def misses_line(results: dict) -> str | None:
+    """Where Answer@1 misses go (`miss_causes`), per mode, in one sentence; None when no mode has them.
+
+    >>> print(misses_line({"contextual": {"Answer@1": 0.5, "WrongSentence@1": 0.25, "WrongCopy@1": 0.25,
+    ...                                   "WrongDocument@1": 0.0}}))
+    Where Answer@1 misses go (the sentence ranked first instead, % of queries): contextual 25.0 another sentence of the asked document, 25.0 the answer's words in a document not asked, 0.0 another document's sentence.
+    """
+    parts = [f"{mode} " + ", ".join(f"{_cell(metrics[key])} {what}" for key, what in MISS_CAUSES)
+             for mode, metrics in results.items() if all(key in metrics for key, _ in MISS_CAUSES)]
+    if not parts:
+        return None
+    return f"Where Answer@1 misses go (the sentence ranked first instead, % of queries): {'; '.join(parts)}."
+
+
 def ceiling_line(results: dict, k: int) -> str | None:
     """What an embedding that ranks every accepted answer above the rest of d* can reach in the evidence metrics at
     `k` (`answers_first_ceiling`), per set and per capability below 100; None where nothing is capped.

@@ -43,6 +43,9 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
                      + report.ties_line(results[name]))
             if copies:
                 table += "\n\n" + report.copy_line(results[name])
+            misses = report.misses_line(results[name])
+            if misses:
+                table += "\n\n" + misses
             if any("by_capability" in r for r in results[name].values()):
                 table += "\n\n" + report.capability_table(results[name], [f"Answer@{k}" for k in ks]
                                                              + [f"EvidenceRecall@{ks[-1]}"] + copies)

@@ -170,6 +170,50 @@ def test_copy_at_1_ties_follow_the_stated_rule():
     assert [r["Copy@1"] for r in records] == [1.0, 0.0, 0.0]
 
 
+def test_miss_causes_split_every_answer_at_1_miss_by_its_first_sentence():
+    """Oracle: random corpora of 3 documents x 3 sentences, some sentences repeated word for word across documents.
+    For every query Answer@1 and the three causes sum to 1, and the cause is the one read off a plain sort of the
+    scores (distinct here, so no tie rule is involved): the first non-answer row's document and text."""
+    rng = np.random.default_rng(0)
+    row_doc = np.repeat(np.arange(3), 3)
+    row_ids = [f"{d}#{i}" for d in "abc" for i in range(3)]
+    seen = set()
+    for _ in range(200):
+        texts = [str(t) for t in rng.integers(0, 4, size=9)]
+        scores = rng.permutation(9).astype(np.float32) / 10
+        target = int(rng.integers(3))
+        answer = 3 * target + int(rng.integers(3))
+        queries = [ContextQuery("q", "q", ["abc"[target]], [row_ids[answer]])]
+        (record,) = per_query_metrics(np.ones((1, 9), dtype=np.float32), np.diag(scores), row_doc, row_ids,
+                                      list("abc"), queries, ks=[1], row_copies=copy_groups(texts))
+        causes = {name: record[name] for name in ("WrongSentence@1", "WrongCopy@1", "WrongDocument@1")}
+        assert record["Answer@1"] + sum(causes.values()) == 1.0
+        first = next(int(i) for i in np.argsort(-scores) if i != answer)
+        if record["Answer@1"]:
+            expected = None
+        elif row_doc[first] == target:
+            expected = "WrongSentence@1"
+        elif texts[first] == texts[answer]:
+            expected = "WrongCopy@1"
+        else:
+            expected = "WrongDocument@1"
+        assert [name for name, value in causes.items() if value] == ([expected] if expected else [])
+        seen.add(expected)
+    assert seen == {None, "WrongSentence@1", "WrongCopy@1", "WrongDocument@1"}  # every branch was taken
+
+
+def test_miss_causes_follow_the_tie_rule():
+    """Copies embedded alone tie: the lowest corpus index ranks first, so asking for the second copy is a miss in
+    the wrong copy, and asking for the first is a hit with no cause."""
+    vectors = np.array([[1.0, 0.0], [1.0, 1e-7], [0.0, 1.0]], dtype=np.float32)
+    queries = [ContextQuery("q0", "q", ["a"], ["a#0"]), ContextQuery("q1", "q", ["b"], ["b#0"])]
+    records = per_query_metrics(np.array([[1.0, 0.0]] * 2, dtype=np.float32), vectors, np.array([0, 1, 2]),
+                                ["a#0", "b#0", "c#0"], ["a", "b", "c"], queries, ks=[1],
+                                row_copies=copy_groups(["x", "x", "y"]))
+    assert [(r["Answer@1"], r["WrongCopy@1"]) for r in records] == [(1.0, 0.0), (0.0, 1.0)]
+    assert aggregate(records)["WrongCopy@1"] == 0.5
+
+
 def test_queries_without_evidence_are_left_out_of_evidence_means():
     records = [{"Answer@1": 1.0, "EvidenceRecall@1": 1.0, "AllEvidence@1": 1.0}, {"Answer@1": 0.0}]
     assert aggregate(records) == {"Answer@1": 0.5, "EvidenceRecall@1": 1.0, "AllEvidence@1": 1.0, "queries": 2,
