@@ -151,3 +151,37 @@ def test_context_bench_copy_at_1_matches_the_vectors(encoder):
     assert results["contextual"]["Copy@1"] == pytest.approx(sum(wins) / len(wins))
     assert results["contextual"]["copy_queries"] == len(queries)
     assert results["independent"]["Copy@1"] == pytest.approx(1 / len(queries))  # ties: d0's copy wins each time
+
+
+def test_context_bench_miss_causes_match_the_vectors(encoder):
+    """The miss causes from `run_context_bench` against an oracle on the same model's vectors: a query misses when a
+    non-answer sentence scores above its answer (or ties with it at a lower corpus index, scores within 1e-5 being
+    equal), and the best of those sentences (the lowest index among ties) decides the cause; with Answer@1 the four
+    means add up to 1. Alone, the four copies of the answer tie, so the first document's copy takes the top."""
+    from contextembed.evaluation.context_bench import ContextDocument, ContextQuery, run_context_bench
+
+    openings = ["the lease of paris", "the lease of rome", "the lease of oslo", "the lease of lima"]
+    documents = [ContextDocument(f"d{i}", [opening, "the rent is due monthly", "it has a garden"])
+                 for i, opening in enumerate(openings)]
+    queries = [ContextQuery(f"q{i}", f"rent due in {opening.split()[-1]}", [f"d{i}"], [f"d{i}#1"])
+               for i, opening in enumerate(openings)]
+    results = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
+    query_vectors = encoder.encode_queries([q.query for q in queries])
+    for mode, vectors in (("contextual", encoder.encode_documents([d.sentences for d in documents])),
+                          ("independent", [np.concatenate(encoder.encode_documents([[s] for s in d.sentences]))
+                                           for d in documents])):
+        causes = {"WrongSentence@1": 0.0, "WrongCopy@1": 0.0, "WrongDocument@1": 0.0}
+        for i, query_vector in enumerate(query_vectors):
+            scores = np.concatenate([v @ query_vector for v in vectors]).astype(np.float64)
+            answer, others = 3 * i + 1, [r for r in range(3 * len(documents)) if r != 3 * i + 1]
+            if not any(scores[r] > scores[answer] + 1e-5 or (r < answer and abs(scores[r] - scores[answer]) <= 1e-5)
+                       for r in others):
+                continue
+            best = max(scores[r] for r in others)
+            d, s = divmod(min(r for r in others if scores[r] >= best - 1e-5), 3)
+            key = "WrongSentence@1" if d == i else "WrongCopy@1" if s == 1 else "WrongDocument@1"
+            causes[key] += 1 / len(queries)
+        got = results[mode]
+        assert {k: got[k] for k in causes} == pytest.approx(causes), mode
+        assert got["Answer@1"] + sum(got[k] for k in causes) == pytest.approx(1.0)
+    assert results["independent"]["WrongCopy@1"] > 0  # the tie hands d0's copy the top for some query
