@@ -22,7 +22,9 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   found, the sentence in it was not: the chunk's own words lost to its neighbours'); **WrongCopy@1** = 1 when it is,
   word for word, an accepted answer's text in a document that is not a target (the sentence was found, in the wrong
   copy: the context failed); **WrongDocument@1** = 1 otherwise. Answer@1 + WrongSentence@1 + WrongCopy@1 +
-  WrongDocument@1 = 1 for every query, so the means say what share of the misses each cause takes.
+  WrongDocument@1 = 1 for every query, so the means say what share of the misses each cause takes. Within them,
+  **EvidenceFirst@1** = 1 when that sentence is one of the query's evidence sentences (the supporting context ranked
+  above the answer, such as the sentence that names the copy; 0 for a query without evidence).
 
 Where a query accepts several answer sentences (every line of an ingredient list), all but the top one stay in the
 ranking, so an embedding that ranks every answer above the rest of d* leaves only K - (answers - 1) places for the
@@ -280,7 +282,11 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
                 wins.append(float(copy_rank == 1))
         if wins:
             record["Copy@1"] = sum(wins) / len(wins)
-        record.update(miss_causes(scores, is_answer, answer_rank == 1, row_copies, starts, is_target, tolerance))
+        is_evidence = np.zeros(len(scores), dtype=bool)
+        is_evidence[[row_index[i] for group in query.evidence for alternative in group for i in alternative
+                     if i in row_index]] = True
+        record.update(miss_causes(scores, is_answer, answer_rank == 1, row_copies, starts, is_target, tolerance,
+                                  is_evidence))
     if query.evidence:
         d_star = best_hit(doc_scores, is_target, tolerance)  # the loaders check that every target exists
         rows = np.arange(starts[d_star], starts[d_star + 1])
@@ -296,25 +302,30 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
 
 
 def miss_causes(scores: np.ndarray, is_answer: np.ndarray, hit: bool, row_copies: np.ndarray, starts: np.ndarray,
-                is_target: np.ndarray, tolerance: float) -> dict[str, float]:
+                is_target: np.ndarray, tolerance: float, is_evidence: np.ndarray | None = None) -> dict[str, float]:
     """Where one query's Answer@1 went (module docstring): `WrongSentence@1`, `WrongCopy@1`, `WrongDocument@1`, all 0
-    when `hit`, else 1 for the cause of the best-ranked non-answer row.
+    when `hit`, else 1 for the cause of the best-ranked non-answer row; `EvidenceFirst@1` 1 when that row is one of
+    `is_evidence`.
 
     Rows 0-1 are document 0 (the target), rows 2-3 document 1; row 2 repeats the answer's text (row 0):
 
     >>> starts, target, copies = np.array([0, 2, 4]), np.array([True, False]), np.array([0, 1, 0, 3])
     >>> answer = np.array([True, False, False, False])
     >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target, 1e-5)
-    {'WrongSentence@1': 1.0, 'WrongCopy@1': 0.0, 'WrongDocument@1': 0.0}
+    {'WrongSentence@1': 1.0, 'WrongCopy@1': 0.0, 'WrongDocument@1': 0.0, 'EvidenceFirst@1': 0.0}
+    >>> evidence = np.array([False, True, False, False])  # row 1 is the query's evidence (the copy's name, say)
+    >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target, 1e-5, evidence)
+    {'WrongSentence@1': 1.0, 'WrongCopy@1': 0.0, 'WrongDocument@1': 0.0, 'EvidenceFirst@1': 1.0}
     >>> miss_causes(np.array([0.5, 0.1, 0.9, 0.2]), answer, False, copies, starts, target, 1e-5)["WrongCopy@1"]
     1.0
     >>> miss_causes(np.array([0.5, 0.1, 0.2, 0.9]), answer, False, copies, starts, target, 1e-5)["WrongDocument@1"]
     1.0
     """
-    causes = dict.fromkeys(("WrongSentence@1", "WrongCopy@1", "WrongDocument@1"), 0.0)
+    causes = dict.fromkeys(("WrongSentence@1", "WrongCopy@1", "WrongDocument@1", "EvidenceFirst@1"), 0.0)
     first = None if hit else best_hit(scores, ~is_answer, tolerance)
     if first is None:  # a hit, or a corpus with nothing but answers
         return causes
+    causes["EvidenceFirst@1"] = float(is_evidence is not None and bool(is_evidence[first]))
     document = int(np.searchsorted(starts, first, side="right")) - 1
     if is_target[document]:
         causes["WrongSentence@1"] = 1.0

@@ -60,10 +60,12 @@ def misses_line(results: dict) -> str | None:
     """Where Answer@1 misses go (`miss_causes`), per mode, in one sentence; None when no mode has them.
 
     >>> print(misses_line({"contextual": {"Answer@1": 0.5, "WrongSentence@1": 0.25, "WrongCopy@1": 0.25,
-    ...                                   "WrongDocument@1": 0.0}}))
-    Where Answer@1 misses go (the sentence ranked first instead, % of queries): contextual 25.0 another sentence of the asked document, 25.0 the answer's words in a document not asked, 0.0 another document's sentence.
+    ...                                   "WrongDocument@1": 0.0, "EvidenceFirst@1": 0.125}}))
+    Where Answer@1 misses go (the sentence ranked first instead, % of queries): contextual 25.0 another sentence of the asked document, 25.0 the answer's words in a document not asked, 0.0 another document's sentence (the query's evidence first: 12.5).
     """
     parts = [f"{mode} " + ", ".join(f"{_cell(metrics[key])} {what}" for key, what in MISS_CAUSES)
+             + (f" (the query's evidence first: {_cell(metrics['EvidenceFirst@1'])})"
+                if metrics.get("EvidenceFirst@1") else "")
              for mode, metrics in results.items() if all(key in metrics for key, _ in MISS_CAUSES)]
     if not parts:
         return None

@@ -173,7 +173,8 @@ def test_copy_at_1_ties_follow_the_stated_rule():
 def test_miss_causes_split_every_answer_at_1_miss_by_its_first_sentence():
     """Oracle: random corpora of 3 documents x 3 sentences, some sentences repeated word for word across documents.
     For every query Answer@1 and the three causes sum to 1, and the cause is the one read off a plain sort of the
-    scores (distinct here, so no tie rule is involved): the first non-answer row's document and text."""
+    scores (distinct here, so no tie rule is involved): the first non-answer row's document and text; EvidenceFirst@1
+    says whether that row is the query's evidence sentence."""
     rng = np.random.default_rng(0)
     row_doc = np.repeat(np.arange(3), 3)
     row_ids = [f"{d}#{i}" for d in "abc" for i in range(3)]
@@ -183,7 +184,8 @@ def test_miss_causes_split_every_answer_at_1_miss_by_its_first_sentence():
         scores = rng.permutation(9).astype(np.float32) / 10
         target = int(rng.integers(3))
         answer = 3 * target + int(rng.integers(3))
-        queries = [ContextQuery("q", "q", ["abc"[target]], [row_ids[answer]])]
+        evidence = 3 * target + int(rng.integers(3))  # sometimes the answer itself, which can never rank first instead
+        queries = [ContextQuery("q", "q", ["abc"[target]], [row_ids[answer]], [[[row_ids[evidence]]]])]
         (record,) = per_query_metrics(np.ones((1, 9), dtype=np.float32), np.diag(scores), row_doc, row_ids,
                                       list("abc"), queries, ks=[1], row_copies=copy_groups(texts))
         causes = {name: record[name] for name in ("WrongSentence@1", "WrongCopy@1", "WrongDocument@1")}
@@ -198,8 +200,10 @@ def test_miss_causes_split_every_answer_at_1_miss_by_its_first_sentence():
         else:
             expected = "WrongDocument@1"
         assert [name for name, value in causes.items() if value] == ([expected] if expected else [])
+        assert record["EvidenceFirst@1"] == float(expected is not None and first == evidence != answer)
         seen.add(expected)
-    assert seen == {None, "WrongSentence@1", "WrongCopy@1", "WrongDocument@1"}  # every branch was taken
+        seen.add("EvidenceFirst@1" if record["EvidenceFirst@1"] else None)
+    assert seen == {None, "WrongSentence@1", "WrongCopy@1", "WrongDocument@1", "EvidenceFirst@1"}  # every branch
 
 
 def test_miss_causes_follow_the_tie_rule():
