@@ -314,6 +314,46 @@ def held_out_tables(folder: Path) -> list[str]:
             + by_form(("handwritten-near", "handwritten-far"), HANDWRITTEN_KINDS, "Copy@1") + [""] + families)
 
 
+MISSES_INTRO = (
+    "**Where Answer@1 misses go** (`contextembed evaluate` reports it per set: for a query whose answer does not rank "
+    "first, the sentence that does): *another sentence of the asked document* (the document was found, the sentence "
+    "in it was not; *of those, the query's evidence*: the supporting sentence, such as the one that names the copy, "
+    "ranked above the answer), *the answer's words in a document not asked* (the right sentence in the wrong copy: "
+    "the context failed), or *another document's sentence*. With Answer@1 the four causes' columns (the evidence "
+    "column aside, a part of the first) add up to 100 for every set; late chunking, % of queries; the validation "
+    "sets are validation figures.")
+
+
+def miss_tables(folder: Path, shipped: dict[str, dict]) -> list[str]:
+    """Answer@1 and its three miss causes, per set and model: the shipped contextual sets (`shipped`: label -> results)
+    and the validation sets (`VALIDATION_MODELS`)."""
+    from contextembed.evaluation.report import MISS_CAUSES
+
+    keys = ["Answer@1", MISS_CAUSES[0][0], "EvidenceFirst@1", *(key for key, _ in MISS_CAUSES[1:])]
+    names = [MISS_CAUSES[0][1], "of those, the query's evidence", *(what for _, what in MISS_CAUSES[1:])]
+    lines = ["| set | embedding | Answer@1 | " + " | ".join(names) + " |", "|---" * (2 + len(keys)) + "|"]
+    rows = [(name, label, results[name]["contextual"]) for name in ("recipes", "pyfaq", "wikipacks")
+            for label, results in shipped.items()]
+    rows += [(name, label, _validation(folder, name, model)["contextual"]) for name in VALIDATION_SETS
+             for model, label in VALIDATION_MODELS]
+    causes = {}
+    for name, label, values in rows:
+        cells = [f"{100 * values[key]:.1f}" for key in keys]
+        if label == "default":
+            cells = [f"**{c}**" for c in cells]
+            causes[name] = values
+        lines.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
+    families = [n for n in VALIDATION_SETS if n != "heldout-faq"]
+    missed = sum(1 - causes[n]["Answer@1"] for n in families)
+    share = {key: sum(causes[n][key] for n in families) / missed for key in keys[1:]}
+    summary = (f"Pooled over the six validation family sets (each set weighted equally; the held-out FAQ aside, where "
+               f"the question heading the query repeats is a sentence of the document and ranks first) the default's "
+               f"misses are {100 * share[MISS_CAUSES[0][0]]:.0f}% {MISS_CAUSES[0][1]} ("
+               f"{100 * share['EvidenceFirst@1']:.0f}% the query's evidence), "
+               + ", ".join(f"{100 * share[key]:.0f}% {what}" for key, what in MISS_CAUSES[1:]) + ".")
+    return [MISSES_INTRO, "", *lines, "", summary]
+
+
 LOCAL_MIX_INTRO = (
     "**The chunk-alone mix** (`encode_documents(..., local_mix=0.1)`, `contextembed evaluate --local-mix 0.1`; off "
     "by default): each chunk's vector is mixed with the same model's vector of the chunk encoded alone, "
@@ -702,6 +742,8 @@ def main() -> None:
             "sets; the last two columns are the default with the opt-in `local_mix` 0.1, a second pass over each "
             "chunk alone, not the default's behaviour):", "", *targets(args.folder, trained, int8, untrained, previous, mixed), "",
             *local_mix_tables(args.folder, trained, int8, mixed),
+            *miss_tables(args.folder, {"untrained": untrained, "build 28": previous["build 28"], "default": trained}),
+            "",
             "**Identical clauses in look-alike leases** (`python examples/lease_questions.py`, the six leases in "
             "`examples/data/leases`): 5 clauses × 6 addresses = 30 questions such as \"Who pays for electricity at "
             "88 Ocean Drive?\"; a hit is the asked lease's copy of the (word-for-word identical) clause scoring "
