@@ -325,8 +325,8 @@ MISSES_INTRO = (
 
 
 def miss_tables(folder: Path, shipped: dict[str, dict]) -> list[str]:
-    """Answer@1 and its three miss causes, per set and model: the shipped contextual sets (`shipped`: label -> results)
-    and the validation sets (`VALIDATION_MODELS`)."""
+    """Answer@1, its three miss causes and the part of the first that is the query's evidence, per set and model: the
+    shipped contextual sets (`shipped`: label -> results) and the validation sets (`VALIDATION_MODELS`)."""
     from contextembed.evaluation.report import MISS_CAUSES
 
     keys = ["Answer@1", MISS_CAUSES[0][0], "EvidenceFirst@1", *(key for key, _ in MISS_CAUSES[1:])]

@@ -18,10 +18,10 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   backbone matches the query's words; a sentence embedded alone ties with its copies and scores what the tie rule
   gives (the copy with the lowest corpus index wins), chance for a family whose copies are asked about equally.
 - **where Answer@1 misses**, for every query, from the sentence that ranks first when no accepted answer does (the
-  best-ranked non-answer): **WrongSentence@1** = 1 when it is another sentence of a target document (the document was
-  found, the sentence in it was not: the chunk's own words lost to its neighbours'); **WrongCopy@1** = 1 when it is,
-  word for word, an accepted answer's text in a document that is not a target (the sentence was found, in the wrong
-  copy: the context failed); **WrongDocument@1** = 1 otherwise. Answer@1 + WrongSentence@1 + WrongCopy@1 +
+  best-ranked non-answer): **WrongSentence@1** = 1 when it is another sentence of a target document (the document
+  was found, the sentence in it was not: a neighbour's words, or its evidence, matched better); **WrongCopy@1** = 1
+  when it is, word for word, an accepted answer's text in a document that is not a target (the sentence was found,
+  in the wrong copy: the context failed); **WrongDocument@1** = 1 otherwise. Answer@1 + WrongSentence@1 + WrongCopy@1 +
   WrongDocument@1 = 1 for every query, so the means say what share of the misses each cause takes. Within them,
   **EvidenceFirst@1** = 1 when that sentence is one of the query's evidence sentences (the supporting context ranked
   above the answer, such as the sentence that names the copy; 0 for a query without evidence).
