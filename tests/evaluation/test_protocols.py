@@ -134,16 +134,24 @@ def test_context_bench_local_mix_reaches_each_sentence_alone(encoder):
     assert unmixed["contextual"] == plain["contextual"]
 
 
-def test_context_bench_copy_at_1_matches_the_vectors(encoder):
-    """Copy@1 from `run_context_bench` against an oracle on the same model's vectors: late chunking scores whether the
-    asked copy of a shared sentence beats its twins; alone, the twins tie and the first document's copy wins."""
-    from contextembed.evaluation.context_bench import ContextDocument, ContextQuery, run_context_bench
+def _four_leases():
+    """Four leases that share their second sentence word for word, each asked about it by its city."""
+    from contextembed.evaluation.context_bench import ContextDocument, ContextQuery
 
     openings = ["the lease of paris", "the lease of rome", "the lease of oslo", "the lease of lima"]
     documents = [ContextDocument(f"d{i}", [opening, "the rent is due monthly", "it has a garden"])
                  for i, opening in enumerate(openings)]
     queries = [ContextQuery(f"q{i}", f"rent due in {opening.split()[-1]}", [f"d{i}"], [f"d{i}#1"])
                for i, opening in enumerate(openings)]
+    return documents, queries
+
+
+def test_context_bench_copy_at_1_matches_the_vectors(encoder):
+    """Copy@1 from `run_context_bench` against an oracle on the same model's vectors: late chunking scores whether the
+    asked copy of a shared sentence beats its twins; alone, the twins tie and the first document's copy wins."""
+    from contextembed.evaluation.context_bench import run_context_bench
+
+    documents, queries = _four_leases()
     results = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
     vectors = encoder.encode_documents([d.sentences for d in documents])
     query_vectors = encoder.encode_queries([q.query for q in queries])
@@ -158,13 +166,9 @@ def test_context_bench_miss_causes_match_the_vectors(encoder):
     non-answer sentence scores above its answer (or ties with it at a lower corpus index, scores within 1e-5 being
     equal), and the best of those sentences (the lowest index among ties) decides the cause; with Answer@1 the four
     means add up to 1. Alone, the four copies of the answer tie, so the first document's copy takes the top."""
-    from contextembed.evaluation.context_bench import ContextDocument, ContextQuery, run_context_bench
+    from contextembed.evaluation.context_bench import run_context_bench
 
-    openings = ["the lease of paris", "the lease of rome", "the lease of oslo", "the lease of lima"]
-    documents = [ContextDocument(f"d{i}", [opening, "the rent is due monthly", "it has a garden"])
-                 for i, opening in enumerate(openings)]
-    queries = [ContextQuery(f"q{i}", f"rent due in {opening.split()[-1]}", [f"d{i}"], [f"d{i}#1"])
-               for i, opening in enumerate(openings)]
+    documents, queries = _four_leases()
     results = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
     query_vectors = encoder.encode_queries([q.query for q in queries])
     for mode, vectors in (("contextual", encoder.encode_documents([d.sentences for d in documents])),
