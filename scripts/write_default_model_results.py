@@ -23,6 +23,8 @@ import argparse
 import json
 from pathlib import Path
 
+from contextembed.evaluation.report import MISS_CAUSES
+
 OUT = Path(__file__).resolve().parents[1] / "contextembed" / "default_model_results.md"
 INDEX = OUT.with_name("default_model_index.json")  # the cards' model-index (Hub metadata), from the same results
 INDEXED = [("recipes", "Document@1"), ("recipes", "Answer@1"), ("recipes", "Answer@10"), ("pyfaq", "Answer@10"),
@@ -327,8 +329,6 @@ MISSES_INTRO = (
 def miss_tables(folder: Path, shipped: dict[str, dict]) -> list[str]:
     """Answer@1, its three miss causes and the part of the first that is the query's evidence, per set and model: the
     shipped contextual sets (`shipped`: label -> results) and the validation sets (`VALIDATION_MODELS`)."""
-    from contextembed.evaluation.report import MISS_CAUSES
-
     keys = ["Answer@1", MISS_CAUSES[0][0], "EvidenceFirst@1", *(key for key, _ in MISS_CAUSES[1:])]
     names = [MISS_CAUSES[0][1], "of those, the query's evidence", *(what for _, what in MISS_CAUSES[1:])]
     lines = ["| set | embedding | Answer@1 | " + " | ".join(names) + " |", "|---" * (2 + len(keys)) + "|"]
