@@ -1,41 +1,47 @@
 """contextembed: contextual chunk embeddings (late chunking) that load with `trust_remote_code=False`.
 
-Importing the package registers the model, its config and its processor with transformers' Auto
-classes (idempotent); that is its only side effect.
+Importing the package registers the model, its config and its processor with transformers' Auto classes (idempotent;
+deferred until transformers itself is imported, see `contextembed.registration`); that is its only side effect. The
+public names below are imported on first use, so `import contextembed` and `contextembed --help` stay light.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from transformers import AutoConfig, AutoModel, AutoProcessor
+from contextembed.registration import register_when_transformers_loads
 
-from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor
-
-AutoConfig.register(ContextEmbedConfig.model_type, ContextEmbedConfig, exist_ok=True)
-AutoModel.register(ContextEmbedConfig, ContextEmbedModel, exist_ok=True)
-AutoProcessor.register(ContextEmbedConfig, ContextEmbedProcessor, exist_ok=True)
-
-from contextembed.build import build_checkpoint  # noqa: E402
-from contextembed.checkpoint import save_checkpoint  # noqa: E402
-from contextembed.chunking import Chunk, TokenWindows, chunk_text  # noqa: E402
-from contextembed.encoder import ChunkedEmbeddings, ContextEmbedder  # noqa: E402
-from contextembed.quantization import PRECISIONS, quantize  # noqa: E402
-from contextembed.scoring import maxsim, top_k  # noqa: E402
-from contextembed.search import SearchResult, exact_search  # noqa: E402
+register_when_transformers_loads()
 
 __version__ = "0.1.0"
 
-# Imported on first use: sentence-transformers (and the sklearn and scipy it pulls in) costs seconds at import.
-_LAZY = {"ContextEmbedSentenceTransformer": "contextembed.st", "as_chunked": "contextembed.st"}
+# name -> the module that defines it
+_PUBLIC = {
+    "PRECISIONS": "contextembed.quantization", "quantize": "contextembed.quantization",
+    "Chunk": "contextembed.chunking", "TokenWindows": "contextembed.chunking", "chunk_text": "contextembed.chunking",
+    "ChunkedEmbeddings": "contextembed.encoder", "ContextEmbedder": "contextembed.encoder",
+    "maxsim": "contextembed.scoring", "top_k": "contextembed.scoring",
+    "SearchResult": "contextembed.search", "exact_search": "contextembed.search",
+    "ContextEmbedConfig": "contextembed.modeling", "ContextEmbedModel": "contextembed.modeling",
+    "ContextEmbedProcessor": "contextembed.modeling",
+    "ContextEmbedSentenceTransformer": "contextembed.st", "as_chunked": "contextembed.st",
+    "build_checkpoint": "contextembed.build", "save_checkpoint": "contextembed.checkpoint",
+}
+
+if TYPE_CHECKING:
+    from contextembed.encoder import ContextEmbedder
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(_LAZY[name]), name)
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'contextembed' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
 
 
 def load(model: str | ContextEmbedder | None = None, **kwargs) -> ContextEmbedder:
@@ -49,6 +55,8 @@ def load(model: str | ContextEmbedder | None = None, **kwargs) -> ContextEmbedde
     `attn_implementation`, and `backend="onnx"|"openvino"` with `file_name` for a graph `contextembed export`
     wrote and `num_threads` for its runtime).
     """
+    from contextembed.encoder import ContextEmbedder
+
     if isinstance(model, ContextEmbedder):
         if kwargs:
             raise ValueError(f"a loaded model takes no loading options, got {sorted(kwargs)}")
@@ -62,24 +70,4 @@ def load(model: str | ContextEmbedder | None = None, **kwargs) -> ContextEmbedde
     return ContextEmbedder.from_pretrained(named_model_path(model) or model, **kwargs)
 
 
-__all__ = [
-    "PRECISIONS",
-    "Chunk",
-    "ChunkedEmbeddings",
-    "ContextEmbedder",
-    "SearchResult",
-    "TokenWindows",
-    "chunk_text",
-    "exact_search",
-    "load",
-    "maxsim",
-    "quantize",
-    "top_k",
-    "ContextEmbedConfig",
-    "ContextEmbedModel",
-    "ContextEmbedProcessor",
-    "ContextEmbedSentenceTransformer",
-    "as_chunked",
-    "build_checkpoint",
-    "save_checkpoint",
-]
+__all__ = ["load", *_PUBLIC]

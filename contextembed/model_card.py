@@ -33,10 +33,12 @@ def render_model_card(
     model_index: tuple[str, list[dict]] | None = None,
     results: str = NO_RESULTS,
     limitations: str = DEFAULT_LIMITATIONS,
+    training: str = "",
 ) -> str:
     """Fill the card template from a `ContextEmbedConfig` (and its processor, for the special tokens).
 
-    `model_id` is the Hub id or path shown in the snippets; `model_ref` (a Python expression), `ref_import`
+    `training` (a paragraph) becomes a Training section. `model_id` is the Hub id or path shown in the snippets;
+    `model_ref` (a Python expression), `ref_import`
     and `load_args` override how the snippets refer to the checkpoint. `base_model`, `license` and `language` go
     into the card's YAML metadata only when given (the Hub reads them; a guessed value would be wrong).
     """
@@ -80,6 +82,7 @@ def render_model_card(
         "precision": config.default_precision,
         "results": results,
         "limitations": limitations,
+        "training": f"## Training\n\n{training}\n\n" if training else "",
     }
     template = Template(files("contextembed").joinpath("model_card_template.md").read_text(encoding="utf-8"))
     return template.substitute(values)

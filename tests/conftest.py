@@ -119,13 +119,3 @@ def default_model_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def default_encoder(default_model_cache):
     return contextembed.load()
-
-
-@pytest.fixture(scope="session")
-def lease_model(default_model_cache):
-    """Build 7, the packaged model that puts every lease's own clause first (30/30). The integration tests check
-    that a framework's route keeps what late chunking gives; build 8 gets 19/30 on the leases, which the README and
-    the card report, so it cannot serve as that check."""
-    from contextembed.default_model import BUILD7_MODEL_NAME
-
-    return contextembed.load(BUILD7_MODEL_NAME)

@@ -149,7 +149,7 @@ def test_bad_sources(pplx_dir, built, tmp_path):
         from contextembed.training import TrainConfig, train
 
         train(convert_pplx(pplx_dir, tmp_path / "c")[0] and tmp_path / "c", tmp_path / "none.jsonl", tmp_path / "t",
-              TrainConfig(max_steps=1))
+              TrainConfig.from_dict(max_steps=1))
 
 
 def test_damaged_sources_are_named(pplx_dir, tmp_path):

@@ -14,21 +14,13 @@ import contextembed
 from contextembed.corpus import read_corpus
 from contextembed.default_model import (
     BASELINE_MODEL_NAME,
-    BUILD7_MODEL_NAME,
-    BUILD8_MODEL_NAME,
-    BUILD10_MODEL_NAME,
-    BUILD15_MODEL_NAME,
-    BUILD19_MODEL_NAME,
-    BUILD28_MODEL_NAME,
+    DEFAULT_MODEL_NAME,
     DELTA,
-    PREVIEW_MODEL_NAME,
-    PREVIOUS_MODEL_NAME,
     WINDOW_HEAD_TOKENS,
     baseline_model_path,
     default_model_path,
     delta_digest,
     named_model_path,
-    previous_model_path,
 )
 from contextembed.delta import apply_delta
 from contextembed.modeling import ContextEmbedModel
@@ -63,36 +55,31 @@ def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache
         assert torch.equal(a, b), name
     assert trained.config.matryoshka_dims == [128, 256, 384]
     assert contextembed.load().encode_queries(["rent"], output_dim=128).shape == (1, 128)
-    # the baseline is loadable by name, and the former preview's name still loads the trained model
+    # both load by name; no other name is one of contextembed's own models
     assert contextembed.load(BASELINE_MODEL_NAME).config.matryoshka_dims is None
-    assert named_model_path(PREVIEW_MODEL_NAME) == default_model_path()
+    assert named_model_path(DEFAULT_MODEL_NAME) == default_model_path()
+    assert named_model_path("contextembed-all-MiniLM-L6-v2-build28") is None
     assert trained.config.window_head_tokens == WINDOW_HEAD_TOKENS > 0  # the opening reaches every later window
 
 
-def test_a_changed_delta_never_loads_the_checkpoint_cached_from_another(default_model_cache, monkeypatch):
-    # The cache is keyed by the delta's bytes too, not only by BUILD_VERSION, which a person has to remember to bump.
+def test_a_changed_delta_never_loads_the_checkpoint_cached_from_another(default_model_cache, tmp_path, monkeypatch):
+    """The cache folder's name carries the digest of the delta's bytes, not only CACHE_VERSION (which a person has
+    to remember to bump): a changed delta builds a new checkpoint beside the old one."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
     cached = default_model_path()
     assert cached.name.endswith(delta_digest(DELTA))
-    monkeypatch.setattr("contextembed.default_model.DELTA", "default_model_build19_delta.safetensors")
+    with as_file(files("contextembed").joinpath(DELTA)) as packaged, safe_open(packaged, "pt") as f:
+        tensors, metadata = load_file(packaged), f.metadata()
+    tensors["separator"] = tensors["separator"] * 0.5
+    save_file(tensors, tmp_path / DELTA, metadata=metadata)
+    monkeypatch.setattr("contextembed.default_model.files", lambda package: tmp_path)
     rebuilt = default_model_path()
     assert rebuilt != cached and rebuilt.parent == cached.parent
-    build19 = ContextEmbedModel.from_pretrained(previous_model_path(BUILD19_MODEL_NAME)).state_dict()
-    for (name, a), b in zip(ContextEmbedModel.from_pretrained(rebuilt).state_dict().items(), build19.values()):
-        assert torch.equal(a, b), name
-
-
-@pytest.mark.parametrize("name, carried", [(BUILD28_MODEL_NAME, 48), (BUILD19_MODEL_NAME, 48), (BUILD15_MODEL_NAME, 48),
-                                           (BUILD10_MODEL_NAME, 48), (BUILD8_MODEL_NAME, 32), (BUILD7_MODEL_NAME, 0)])
-def test_the_earlier_defaults_load_by_name_as_they_shipped(default_model_cache, name, carried):
-    previous = contextembed.load(name)
-    assert previous.model.config.window_head_tokens == carried  # as shipped: build 7 none, build 8 32, later 48
-    assert "default model** (build" in (named_model_path(name) / "README.md").read_text()
-    current = contextembed.load()
-    # Another delta, not the current one under another name (chunks in context: build 28 kept build 19's queries).
-    document = [["The lease of 3 Mill Lane.", "The tenant pays for electricity."]]
-    a, b = (m.encode_documents(document)[0][1] for m in (previous, current))
-    assert float(a @ b) < 0.9999
-    assert PREVIOUS_MODEL_NAME == BUILD28_MODEL_NAME  # the default this build replaced
+    separator = ContextEmbedModel.from_pretrained(cached).config.chunk_token_id
+    old, new = (ContextEmbedModel.from_pretrained(p).get_input_embeddings().weight[separator] for p in (cached, rebuilt))
+    torch.testing.assert_close(new, 0.5 * old)
 
 
 def test_real_weights_agree_with_minilm(default_model_cache):

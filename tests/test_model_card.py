@@ -47,21 +47,33 @@ def test_card_metadata_comes_from_the_build_flags(backbone_dirs, tmp_path):
     assert main(["build", str(backbone_dirs["bert"]), str(tmp_path / "bad"), "--language", "en us"]) == 2
 
 
-def test_the_cards_model_index_holds_the_measured_results():
-    """The Hub reads `model-index` from the YAML: the default card's entries are the numbers that
-    `scripts/write_default_model_results.py` took from `contextembed evaluate` (the same run as the tables), and the
-    untrained baseline's card has its own."""
-    import json
-
+def test_the_cards_figures_are_the_results_files(default_model_cache):
+    """The Hub reads `model-index` from the YAML: the default card's entries are the results file's figures (written by
+    bench/default_model.py from `contextembed evaluate`), the untrained baseline's card has its own, and every cell of
+    the results table is a figure of that file."""
     from huggingface_hub import ModelCard
 
-    from contextembed.default_model import BASELINE_MODEL_NAME, DEFAULT_MODEL_NAME, measured_index
+    from contextembed.default_model import BASELINE_MODEL_NAME, baseline_model_path
+    from contextembed.default_model_card import SETS, load_results, model_index, pct
 
-    index = json.loads((CARD.parent / "contextembed" / "default_model_index.json").read_text())
-    results = ModelCard.load(CARD).data.eval_results
-    assert [(r.dataset_type, r.metric_name, r.metric_value) for r in results] == [
-        (f"contextembed/{row['dataset']}", row["metric"], row["value"]) for row in index[DEFAULT_MODEL_NAME]]
-    table = (CARD.parent / "contextembed" / "default_model_results.md").read_text()
-    guard = next(line for line in table.splitlines() if line.startswith("| wikiguard (plain retrieval) | ndcg@10"))
-    assert f"| {index[BASELINE_MODEL_NAME][-1]['value']} |" in guard and f"**{index[DEFAULT_MODEL_NAME][-1]['value']}**" in guard
-    assert measured_index(BASELINE_MODEL_NAME)[1] != measured_index(DEFAULT_MODEL_NAME)[1]
+    results = load_results()
+    default = results["models"]["default"]["shipped"]
+    eval_results = ModelCard.load(CARD).data.eval_results
+    assert [(r.dataset_type, r.metric_name, r.metric_value) for r in eval_results] == [
+        (f"contextembed/{row['dataset']}", row["metric"], row["value"]) for row in model_index(results)]
+    assert [r.metric_value for r in eval_results][:2] == [round(100 * default["recipes"]["contextual"][m], 1)
+                                                          for m in ("Answer@1", "Answer@10")]
+    baseline = ModelCard.load(baseline_model_path() / "README.md").data.eval_results
+    assert [r.metric_value for r in baseline] == [row["value"] for row in model_index(results, "untrained")]
+    assert BASELINE_MODEL_NAME in (baseline_model_path() / "README.md").read_text()
+    card = CARD.read_text(encoding="utf-8")
+    for name, label in SETS.items():
+        row = next(line for line in card.splitlines() if line.startswith(f"| {label} | Answer@1 |"))
+        assert row.split(" | ")[2] == pct(default[name]["contextual"]["Answer@1"])
+        assert row.split(" | ")[3] == pct(default[name]["independent"]["Answer@1"])
+
+
+def test_the_card_is_short_enough_to_read_on_a_phone():
+    card = CARD.read_text(encoding="utf-8")
+    assert len(card.splitlines()) <= 200
+    assert max(len(line) for line in card.splitlines() if not line.startswith("|")) <= 800

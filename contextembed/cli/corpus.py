@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from contextembed.cli import options
-from contextembed.quantization import PRECISIONS
+from contextembed.cli.choices import PRECISIONS
 
 
 def add_commands(commands) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from contextembed.cli import options
-from contextembed.evaluation.datasets import DATASET_LAYOUTS
+from contextembed.cli.choices import DATASET_LAYOUTS
 
 
 def add_commands(commands) -> None:

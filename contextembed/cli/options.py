@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from contextembed.backends.runtime import BACKENDS
-from contextembed.chunking import CHUNKERS
-from contextembed.encoder import DTYPES
+from contextembed.cli.choices import BACKENDS, CHUNKERS, DTYPES
 
 
 def _number(kind: type, ok, expected: str):

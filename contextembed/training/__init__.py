@@ -6,8 +6,8 @@
 int8 QAT, pure functions), `.texts` (real text read from installed packages), `.families` (near-identical
 copies of it that differ only in what identifies them), `.teacher` (all-mpnet-base-v2 marking the sentences that
 support a natural question, cached), `.sources` (recipes and Python-docs sections), `.config` (`TrainConfig`),
-`.batches` (the planned batches and their collator), `.model` (the loss step) and `.trainer` (transformers'
-`Trainer` with LoRA from peft); each is imported on first use.
+`.batches` (the planned batches and their collator), `.model` (the loss step), `.trainer` (transformers'
+`Trainer` with LoRA from peft) and `.recipe` (a model's stages run in order); each is imported on first use.
 """
 
 from __future__ import annotations

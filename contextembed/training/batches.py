@@ -27,16 +27,16 @@ class PlannedBatches(torch.utils.data.Dataset):
     def __init__(self, documents: list[TrainingDocument], config: TrainConfig):
         keys = [(d.source, d.family.split("/", 1)[0]) for d in documents]  # a source, or a family's generator
         sources, generators = {s for s, _ in keys}, {g for _, g in keys}
-        unknown = sorted(set(config.source_repeats) - sources - generators)
+        unknown = sorted(set(config.data.source_repeats) - sources - generators)
         if unknown:
             raise ValueError(f"source_repeats names sources {unknown} that no training document has "
                              f"(sources: {sorted(sources)}; family generators: {sorted(generators - sources)})")
-        repeated = {key: [i for i, d in enumerate(documents) if key in keys[i]] for key in config.source_repeats}
+        repeated = {key: [i for i, d in enumerate(documents) if key in keys[i]] for key in config.data.source_repeats}
         self.batches: list[list[int]] = []
         epoch = 0
-        while len(self.batches) < config.max_steps:
+        while len(self.batches) < config.schedule.max_steps:
             seed = config.seed * 1000 + epoch
-            batches = family_batches(documents, config.batch_size, seed=seed)
+            batches = family_batches(documents, config.data.batch_size, seed=seed)
             if not batches:  # every epoch would be as empty: refuse instead of looping forever
                 raise ValueError(
                     f"no batch can be formed from {len(documents)} training documents: a batch holds documents of "
@@ -44,8 +44,8 @@ class PlannedBatches(torch.utils.data.Dataset):
                     f"{len({d.family for d in documents})})")
             for source, members in repeated.items():  # extra passes over one source, reshuffled
                 subset = [documents[i] for i in members]
-                for k in range(1, config.source_repeats[source]):
-                    batches += [[members[j] for j in b] for b in family_batches(subset, config.batch_size, seed + k)]
+                for k in range(1, config.data.source_repeats[source]):
+                    batches += [[members[j] for j in b] for b in family_batches(subset, config.data.batch_size, seed + k)]
             random.Random(seed).shuffle(batches)
             self.batches += batches
             epoch += 1
@@ -67,8 +67,8 @@ class BatchCollator:
 
     def __init__(self, documents: list[TrainingDocument], processor, config: TrainConfig):
         self.documents, self.processor, self.config = documents, processor, config
-        names = [n for n in TRAINING_CHUNKERS if config.chunking_weights.get(n, 0) > 0]
-        self.chunkers, self.weights = names, [config.chunking_weights[n] for n in names]
+        names = [n for n in TRAINING_CHUNKERS if config.data.chunking_weights.get(n, 0) > 0]
+        self.chunkers, self.weights = names, [config.data.chunking_weights[n] for n in names]
 
     def __call__(self, items: list[dict]) -> dict:
         (item,) = items
@@ -83,41 +83,29 @@ class BatchCollator:
         num_chunks = documents["attention_mask"].shape[1]
         owners = [self._word_owners(d, q, chunks) for d, q, chunks in zip(docs, queries, chunk_lists)]
         relevance = torch.stack([chunk_relevance(torch.tensor(labels[:, 2], dtype=torch.float32),
-                                                 torch.from_numpy(owner), num_chunks, self.config.top_n)
+                                                 torch.from_numpy(owner), num_chunks, self.config.losses.top_n)
                                  for labels, owner in owners])
         batch = {"documents": dict(documents), "queries": dict(query_inputs),
                  "positives": torch.arange(len(docs)), "relevance": relevance}
-        if self.config.redundant_answer_relevance is not None:
-            batch["answer_spans"] = _answer_spans(queries, owners, num_chunks)
-        if self.config.window_head_choices:
-            batch["head_tokens"] = rng.choice(self.config.window_head_choices)
-        if self.config.mix_weight > 0:  # every chunk by itself, in document order: L_mix's teacher reads them alone
+        if self.config.data.window_head_choices:
+            batch["window_head_tokens"] = rng.choice(self.config.data.window_head_choices)
+        if self.config.losses.mix_weight > 0:  # every chunk by itself, in document order: L_mix's teacher reads them alone
             batch["alone"] = dict(self.processor([[c.text] for chunks in chunk_lists for c in chunks],
                                                  task="document"))
-        if self.config.keep_weight > 0:
-            batch["plain"] = dict(self.processor([[_opening(d, self.config.keep_chars)] for d in docs],
+        if self.config.losses.keep_weight > 0:
+            batch["plain"] = dict(self.processor([[_opening(d, self.config.losses.keep_chars)] for d in docs],
                                                  task="document"))
         return batch
 
     def _word_owners(self, document, query, chunks) -> tuple[np.ndarray, np.ndarray]:
         """The query's word labels, (W, 3) rows of (start, end, score), and each word's chunk, (W,) (-1: none)."""
-        labels = np.array(word_labels(document.text, query, self.config.evidence_weight)).reshape(-1, 3)
+        labels = np.array(word_labels(document.text, query, self.config.losses.evidence_weight)).reshape(-1, 3)
         starts = np.array([c.start for c in chunks])
         ends = np.array([c.end for c in chunks])
         # Chunks are in document order: a word belongs to the last chunk starting at or before it, if it fits.
         owner = np.searchsorted(starts, labels[:, 0], side="right") - 1
         inside = (owner >= 0) & (labels[:, 1] <= ends[owner.clip(min=0)])
         return labels, np.where(inside, owner, -1)
-
-
-def _answer_spans(queries, owners, num_chunks: int) -> torch.Tensor:
-    """(Q, C, S): True where chunk c holds a word of query q's answer span s (spans padded with False)."""
-    spans = torch.zeros(len(queries), num_chunks, max(max(len(q.answer) for q in queries), 1), dtype=torch.bool)
-    for i, (query, (labels, owner)) in enumerate(zip(queries, owners)):
-        for k, (answer_start, answer_end) in enumerate(query.answer):
-            in_span = (labels[:, 0] < answer_end) & (answer_start < labels[:, 1]) & (owner >= 0)
-            spans[i, np.unique(owner[in_span]), k] = True
-    return spans
 
 
 def _opening(document: TrainingDocument, max_chars: int) -> str:

@@ -9,7 +9,7 @@ several 512-token windows. The asked sentence may refer to the identity the way 
 that ...", "She points out that ...", "In this release, ..."), the same words in every copy.
 
 Each generator is one reference form; `HELD_OUT_GENERATORS` never build training documents (see
-`split_texts` and scripts/build_training_data.py), so validation measures a form the model never trained on.
+`split_texts` and data_builders/training_data.py), so validation measures a form the model never trained on.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from contextembed.training.data import TrainingDocument, TrainingQuery, lines_document
+from contextembed.training.data import TrainingDocument, lines_document
 from contextembed.training.texts import Text
 
 GENERATORS = ("named", "alias", "version", "people", "scoped", "dated")
@@ -56,52 +56,14 @@ class Identity:
     asks: list[str]
     refer: str = ""
     scope: str | None = None  # a line put ahead of the asked sentences (the "scoped" generator)
-    refers: tuple[str, ...] = ()  # per asked sentence, in turn, instead of `refer`: `PRONOUN_FORMS` templates
 
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-# How a "people" family's asked sentences refer to its author with `varied_pronouns`: the pronoun as subject, as
-# possessive, inside or after the sentence ({s}: the sentence, first word lower-cased; {S}: without its full stop).
-PRONOUN_FORMS = (
-    "{She} points out that {s}", "{She} explains that {s}", "In {her} view, {s}", "According to {him}, {s}",
-    "{She} recommends that {s}", "{Her} advice is that {s}", "{She} found that {s}", "{She} noted that {s}",
-    "{She} writes that {s}", "{She} showed that {s}", "{She} warns that {s}", "{She} adds that {s}",
-    "{She} checked that {s}", "{She} argued that {s}", "{Her} notes say that {s}", "{Her} tests showed that {s}",
-    "{Her} summary: {s}", "In {her} experience, {s}", "As {she} puts it, {s}", "{She} wrote it plainly: {s}",
-    "{S}, {she} says.", "{S}, {she} adds.", "{S}, in {her} words.", "{S}, according to {him}.",
-    "{S}, as {she} found.", "{S}; {she} confirmed it.",
-)
-
-
-def pronoun_form(template: str, sentence: str) -> str:
-    """`sentence` read through one `PRONOUN_FORMS` template (already in its gender); a sentence that does not end in
-    a full stop cannot take a trailing form, and is led in by "{She} notes that" instead.
-
-    >>> pronoun_form("{S}, she adds.", "The cache is cleared on restart.")
-    'The cache is cleared on restart, she adds.'
-    >>> pronoun_form("Her notes say that {s}", "The cache is cleared on restart.")
-    'Her notes say that the cache is cleared on restart.'
-    >>> pronoun_form("{S}, he says.", "Is the cache cleared?"), pronoun_form("{S}, in her words.", "Why not?")
-    ('He notes that is the cache cleared?', 'She notes that why not?')
-    """
-    if template.startswith("{S}"):
-        if not sentence.endswith(".") or sentence.endswith(".."):
-            she = "She" if re.search(r"\b(she|her)\b", template) else "He"
-            return f"{she} notes that {_lower_first(sentence)}"
-        return template.format(S=sentence[:-1])
-    return template.format(s=_lower_first(sentence))
-
-
-def identities(generator: str, kind: str, copies: int, rng: random.Random,
-               varied_pronouns: bool = False) -> list[Identity]:
+def identities(generator: str, kind: str, copies: int, rng: random.Random) -> list[Identity]:
     """`copies` identities for one family, with realistic names (`Names`) and one form of reference per family.
-
-    With `varied_pronouns`, a "people" family's asked sentences refer to the author in several `PRONOUN_FORMS`
-    (the same in every copy), drawn from a generator seeded by the family's names, so `rng` draws exactly what it
-    draws without them and every other family stays the same.
 
     >>> ids = identities("version", "guide", 3, random.Random(0))
     >>> len({i.opening[0] for i in ids}), all(i.names[0] in i.opening[0] for i in ids)
@@ -170,12 +132,6 @@ def identities(generator: str, kind: str, copies: int, rng: random.Random,
                        [f"Notes by {author}.", f"Contributors: {a}, {b}."])[pick]
             asks = [author, later[k], f"{author}'s {kind}", f"the {kind} {later[k]} wrote"]
             result.append(Identity(opening, [author, later[k]], asks, refer))
-        if varied_pronouns:
-            forms = random.Random("|".join([refer, *cast])).sample(PRONOUN_FORMS, 4)
-            words = dict(She=she, she=she.lower(), Her=_capital(her), her=her, him=obj)
-            refers = tuple(form.replace("{S}", "{{S}}").replace("{s}", "{{s}}").format(**words) for form in forms)
-            for identity in result:
-                identity.refers = refers
         return result
     if generator == "scoped":
         form = rng.choice(["The rest of this {kind} applies only to {x}.", "Section for {x}.",
@@ -268,21 +224,20 @@ def _body(text: Text, start: int, max_chars: int) -> list[tuple[str, list[list[s
 
 def family_documents(text: Text, generator: str, rng: random.Random, *, copies: int = 8, max_chars: int = 2500,
                      queries_per_document: int = 4, start: int | None = None,
-                     count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
-                     varied_pronouns: bool = False) -> list[TrainingDocument]:
+                     count_tokens: Callable[[str], int] = lambda s: len(s) // 4) -> list[TrainingDocument]:
     """One family of `copies` documents from `text` (empty when the text has too few sentences to ask about).
 
     The copies' texts are identical except the identity's lines (and an alias where the asked sentences use one);
     every copy gets the same asked sentences, each query naming that copy's identity. Where a section's heading is a
     question (an FAQ entry), a query asked in its first paragraph may be that question, answered by the paragraph.
     A query's `kind` is `generator/near` or `generator/far` (whether the answer ends within `NEAR_TOKENS` tokens of
-    the document's start, as `count_tokens` counts them). `varied_pronouns` is passed to `identities`.
+    the document's start, as `count_tokens` counts them).
     """
     kind = KINDS.get(text.source, "document")
     if start is None:
         start = rng.randrange(max(1, len(text.sections)))
     body = _body(text, start, max_chars)
-    people = identities(generator, kind, copies, rng, varied_pronouns)
+    people = identities(generator, kind, copies, rng)
     forbidden = [n.lower() for identity in people for n in identity.names]
     lines_template: list[str | None] = []  # None marks where a copy's identity lines go
     paragraphs_of: list[list[int]] = []
@@ -333,8 +288,6 @@ def family_documents(text: Text, generator: str, rng: random.Random, *, copies: 
             if line is None:
                 where["opening"] = list(range(len(lines), len(lines) + len(identity.opening)))
                 lines.extend(identity.opening)
-            elif i in asked and identity.refers:  # the copy reads the real sentence with its reference words
-                lines.append(pronoun_form(identity.refers[asked.index(i) % len(identity.refers)], line))
             else:  # queries take their words from the real sentence
                 lines.append(identity.refer + _lower_first(line) if i in asked and identity.refer else line)
         evidence = where.get("opening", []) + ([where["scope"]] if "scope" in where else [])

@@ -99,8 +99,7 @@ def distillation_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: 
 
 
 def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevance: torch.Tensor,
-                          temperature: torch.Tensor | float, teacher_temperature: float,
-                          skip_answer: bool = False) -> torch.Tensor:
+                          temperature: torch.Tensor | float, teacher_temperature: float) -> torch.Tensor:
     """L_within = KL(p_T ‖ p_S), with the student's softmax over the positive document's own chunks only.
 
     L_dist's student distribution spans every chunk of the batch, so at a sharp τ_T its gradient pushes down the
@@ -108,11 +107,7 @@ def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevanc
     document's chunks among themselves (answer, then evidence, then the rest) at its own, softer τ_T, and says
     nothing about other documents: a shift of all of one document's scores leaves it unchanged.
 
-    Args: as `distillation_loss`, and
-        skip_answer: leave out the chunks at the teacher's top relevance (the answer) on both sides, so the term
-            orders the supporting context against the rest and says nothing of the answer's margin. Build 13
-            showed L_dist alone does not keep that margin (the evidence overtook the answer), so it is off by
-            default. The mean runs over the queries with two or more chunks left; the others add nothing.
+    Args: as `distillation_loss`.
 
     >>> s = torch.tensor([[[2.0, 0.0], [5.0, float("-inf")]]])        # the other document's 5.0 plays no part
     >>> r = torch.tensor([[2.0, 0.0]])
@@ -124,22 +119,8 @@ def within_document_loss(scores: torch.Tensor, positives: torch.Tensor, relevanc
     >>> float(within_document_loss(s + 3.0, torch.tensor([0]), r, 1.0, 2.0)) == float(within_document_loss(
     ...     s, torch.tensor([0]), r, 1.0, 2.0))
     True
-    >>> s3 = torch.tensor([[[9.0, 1.0, 0.0]]])                          # the answer's 9.0 is left out
-    >>> r3 = torch.tensor([[1.0, 0.5, 0.0]])
-    >>> p_s, p_t = torch.softmax(torch.tensor([1.0, 0.0]), 0), torch.softmax(torch.tensor([0.5, 0.0]), 0)
-    >>> expected = (p_t * (p_t.log() - p_s.log())).sum()
-    >>> bool(torch.isclose(within_document_loss(s3, torch.tensor([0]), r3, 1.0, 1.0, skip_answer=True), expected))
-    True
     """
     positive = scores[torch.arange(scores.shape[0]), positives]  # (Q, C), -inf on padding
-    if skip_answer:
-        rest = (relevance < relevance.max(dim=-1, keepdim=True).values) & torch.isfinite(relevance)
-        minus_inf = torch.full_like(relevance, float("-inf"))
-        relevance, positive = relevance.where(rest, minus_inf), positive.where(rest, minus_inf.to(positive.dtype))
-        ordered = rest.sum(-1) >= 2  # one chunk left has nothing to order; none left has no distribution
-        if not ordered.any():
-            return scores.new_zeros(())
-        relevance, positive = relevance[ordered], positive[ordered]
     return _teacher_kl(relevance, teacher_temperature, torch.log_softmax(positive / temperature, dim=-1))
 
 
@@ -196,40 +177,6 @@ def cosine_distance_loss(vectors: torch.Tensor, targets: torch.Tensor, mask: tor
     if mask is not None:
         distance = distance[mask.bool()]
     return distance.mean()
-
-
-def demote_redundant_answers(relevance: torch.Tensor, answer_spans: torch.Tensor, positive_scores: torch.Tensor,
-                              value: float) -> torch.Tensor:
-    """The teacher relevance with the chunks of every answer span but the student's best lowered to at most
-    `value`: (Q, C).
-
-    A query answered by several spans (the lines of an ingredient list, the paragraphs of a section) is answered
-    when one of them ranks first; the chunks ranked next are then better spent on what supports that answer (the
-    title, the section heading) than on more of the same answer. The span that stays on top is the one holding the
-    student's own best answer chunk (its highest score, taken without gradient), so the target never fights the
-    order the student already has among equally good answers. Every chunk holding part of that span keeps its
-    relevance, so one span cut across chunks (a sentence split by a token window) is never lowered; a query with
-    one answer span is left as it is.
-
-    Args:
-        relevance: (Q, C) teacher relevance of the positive document's chunks (-inf for padding / empty).
-        answer_spans: (Q, C, S) True where chunk c holds part of the query's answer span s.
-        positive_scores: (Q, C) the student's scores of the positive document's chunks.
-        value: the most a chunk of another answer span may keep (set it below the evidence's relevance).
-
-    >>> relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0, 0.0]])
-    >>> spans = torch.tensor([[[False, False], [True, False], [True, False], [False, True], [False, False]]])
-    >>> demote_redundant_answers(relevance, spans, torch.tensor([[0.9, 0.2, 0.7, 0.5, 0.1]]), 0.5).tolist()
-    [[0.75, 1.0, 1.0, 0.5, 0.0]]
-    >>> demote_redundant_answers(relevance, spans, torch.tensor([[0.9, 0.2, 0.3, 0.5, 0.1]]), 0.5).tolist()
-    [[0.75, 0.5, 0.5, 1.0, 0.0]]
-    """
-    answer_spans = answer_spans.bool()
-    holds_answer = answer_spans.any(dim=-1)  # (Q, C)
-    best = positive_scores.detach().masked_fill(~holds_answer, float("-inf")).argmax(dim=-1)  # (Q,)
-    best_spans = answer_spans[torch.arange(len(best)), best]  # (Q, S)
-    redundant = holds_answer & ~(answer_spans & best_spans[:, None]).any(dim=-1)
-    return relevance.where(~redundant, relevance.clamp(max=value))
 
 
 def fake_quantize_int8(vectors: torch.Tensor, clip_sigmas: float) -> torch.Tensor:

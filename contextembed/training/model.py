@@ -26,7 +26,6 @@ from contextembed.training.config import TrainConfig
 from contextembed.training.losses import (
     chunk_scores,
     cosine_distance_loss,
-    demote_redundant_answers,
     distillation_loss,
     document_loss,
     fake_quantize_int8,
@@ -45,11 +44,11 @@ class ContextTrainingModel(nn.Module):
 
     def __init__(self, model, config: TrainConfig, teacher=None):
         super().__init__()
-        if config.mix_weight > 0 and teacher is None:
+        if config.losses.mix_weight > 0 and teacher is None:
             raise ValueError("mix_weight > 0 needs the teacher model whose two-pass vectors L_mix follows")
         self._teacher = (teacher.eval().requires_grad_(False),) if teacher is not None else ()
         self.config = config
-        self.dims = sorted(set(config.matryoshka_dims or model.config.allowed_dims) | {model.config.full_dim})
+        self.dims = sorted(set(config.losses.matryoshka_dims or model.config.allowed_dims) | {model.config.full_dim})
         bad = [d for d in self.dims if d > model.config.full_dim]
         if bad:
             raise ValueError(f"matryoshka_dims {bad} exceed the checkpoint's {model.config.full_dim} dimensions")
@@ -59,7 +58,7 @@ class ContextTrainingModel(nn.Module):
         for parameter in model.parameters():
             parameter.requires_grad_(False)
         model.backbone = get_peft_model(model.backbone, LoraConfig(
-            r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.0, target_modules="all-linear"))
+            r=config.adapters.lora_rank, lora_alpha=config.adapters.lora_alpha, lora_dropout=0.0, target_modules="all-linear"))
         for parameter in model.projection.parameters():
             parameter.requires_grad_(True)
         self.model = model
@@ -67,12 +66,13 @@ class ContextTrainingModel(nn.Module):
         self.separator_id = model.config.chunk_token_id
         self.separator = nn.Parameter(embeddings.weight[self.separator_id].detach().clone())
         self._hook = embeddings.register_forward_hook(self._use_trained_separator)
-        self.log_inverse_temperature = nn.Parameter(torch.tensor(-math.log(config.temperature)),
-                                                    requires_grad=config.learn_temperature)
+        # A fixed temperature, kept as a (frozen) parameter so that checkpoints and soups carry it.
+        self.log_inverse_temperature = nn.Parameter(torch.tensor(-math.log(config.losses.temperature)),
+                                                    requires_grad=False)
         self.quantize = False  # switched on for the last qat_fraction of the steps
         self._base_pass = False  # True while the untrained model (adapters off, separator row as built) runs
         # L_keep's reference projects with the projection as built (only kept when L_keep is on).
-        self.base_projection = copy.deepcopy(model.projection).requires_grad_(False) if config.keep_weight else None
+        self.base_projection = copy.deepcopy(model.projection).requires_grad_(False) if config.losses.keep_weight else None
 
     @torch.no_grad()
     def start_from_delta(self, path) -> None:
@@ -112,22 +112,11 @@ class ContextTrainingModel(nn.Module):
         return torch.exp(-self.log_inverse_temperature)
 
     def forward(self, documents: dict, queries: dict, positives: torch.Tensor, relevance: torch.Tensor,
-                plain: dict | None = None, head_tokens: int | None = None,
-                answer_spans: torch.Tensor | None = None, alone: dict | None = None) -> dict:
-        config = self.model.config
-        with _head_tokens(config, head_tokens):  # this batch's amount of opening carried into later windows
+                plain: dict | None = None, window_head_tokens: int | None = None, alone: dict | None = None) -> dict:
+        with _window_head_tokens(self.model.config, window_head_tokens):  # this batch's window head
             chunks = chunk_vectors(self.model, documents)  # (B, C, D), raw
         query_vectors = self.model(**queries, normalize=False).chunk_embeddings[:, 0]  # (Q, D)
         chunk_mask = documents["attention_mask"]
-        within_relevance = relevance
-        if answer_spans is not None:  # the span of the student's best answer chunk (full dimension) keeps the top
-            with torch.no_grad():  # (Q, C): each query against its positive document's chunks
-                own = torch.einsum("qd,qcd->qc", cut_and_normalize(query_vectors, config.full_dim),
-                                   cut_and_normalize(chunks[positives], config.full_dim))
-            within_relevance = demote_redundant_answers(relevance, answer_spans, own,
-                                                        self.config.redundant_answer_relevance)
-            if self.config.redundant_answer_in_dist:
-                relevance = within_relevance
         doc_losses, dist_losses, within_losses = [], [], []
         for dim in self.dims:
             c, q = cut_and_normalize(chunks, dim), cut_and_normalize(query_vectors, dim)
@@ -137,39 +126,38 @@ class ContextTrainingModel(nn.Module):
             scores = chunk_scores(q, c, chunk_mask)  # (Q, B, C)
             doc_losses.append(document_loss(scores, positives, self.temperature))
             dist_losses.append(distillation_loss(scores, positives, relevance, self.temperature,
-                                                 self.config.teacher_temperature))
-            if self.config.within_weight > 0:
-                within_losses.append(within_document_loss(scores, positives, within_relevance, self.temperature,
-                                                          self.config.within_teacher_temperature,
-                                                          skip_answer=self.config.within_skip_answer))
+                                                 self.config.losses.teacher_temperature))
+            if self.config.losses.within_weight > 0:
+                within_losses.append(within_document_loss(scores, positives, relevance, self.temperature,
+                                                          self.config.losses.within_teacher_temperature))
         l_doc, l_dist = torch.stack(doc_losses).mean(), torch.stack(dist_losses).mean()
-        loss = self.config.doc_weight * l_doc + self.config.dist_weight * l_dist
+        loss = self.config.losses.doc_weight * l_doc + self.config.losses.dist_weight * l_dist
         parts = {"l_doc": l_doc.detach(), "l_dist": l_dist.detach()}
         if within_losses:
             l_within = torch.stack(within_losses).mean()
-            loss = loss + self.config.within_weight * l_within
+            loss = loss + self.config.losses.within_weight * l_within
             parts["l_within"] = l_within.detach()
         if plain is not None:
             l_keep = self._keep(plain, query_vectors, queries)
-            loss = loss + self.config.keep_weight * l_keep
+            loss = loss + self.config.losses.keep_weight * l_keep
             parts["l_keep"] = l_keep.detach()
-        if self.config.mix_weight > 0:
+        if self.config.losses.mix_weight > 0:
             if alone is None:
                 raise ValueError("mix_weight > 0: the batch must carry each chunk alone ('alone')")
-            l_mix = self._mix(documents, queries, alone, chunks, query_vectors, chunk_mask, head_tokens)
-            loss = loss + self.config.mix_weight * l_mix
+            l_mix = self._mix(documents, queries, alone, chunks, query_vectors, chunk_mask, window_head_tokens)
+            loss = loss + self.config.losses.mix_weight * l_mix
             parts["l_mix"] = l_mix.detach()
         return {"loss": loss, **parts}
 
     def _mix(self, documents: dict, queries: dict, alone: dict, chunks: torch.Tensor, query_vectors: torch.Tensor,
-             chunk_mask: torch.Tensor, head_tokens: int | None) -> torch.Tensor:
+             chunk_mask: torch.Tensor, window_head_tokens: int | None) -> torch.Tensor:
         """L_mix: at every Matryoshka dim, each chunk's distance to the teacher's `local_mix` vector of it (what
-        `encode_documents(..., local_mix=mix_local)` returns, cut to that dim) plus each query's distance to the
+        `encode_documents(..., local_mix=...)` returns, cut to that dim) plus each query's distance to the
         teacher's query vector."""
         (teacher,) = self._teacher
         real = chunk_mask.bool()
         with torch.no_grad():
-            with _head_tokens(teacher.config, head_tokens):
+            with _window_head_tokens(teacher.config, window_head_tokens):
                 contextual = chunk_vectors(teacher, documents)  # (B, C, D)
             alone_rows = one_chunk_vectors(teacher, alone)  # (chunks, D), document order
             if len(alone_rows) != int(real.sum()):
@@ -179,7 +167,7 @@ class ContextTrainingModel(nn.Module):
             teacher_queries = teacher(**queries, normalize=False).chunk_embeddings[:, 0]
         losses = []
         for dim in self.dims:
-            targets = mixed_targets(contextual[..., :dim].float(), by_itself[..., :dim].float(), self.config.mix_local)
+            targets = mixed_targets(contextual[..., :dim].float(), by_itself[..., :dim].float(), self.config.losses.local_mix)
             losses.append(cosine_distance_loss(chunks[..., :dim].float(), targets, real)
                           + cosine_distance_loss(query_vectors[..., :dim].float(), teacher_queries[..., :dim].float()))
         return torch.stack(losses).mean()
@@ -190,7 +178,7 @@ class ContextTrainingModel(nn.Module):
         scores = cut_and_normalize(query_vectors, full) @ cut_and_normalize(whole, full).T
         base_whole, base_queries = (chunks[:, 0] for chunks in self.base_chunks(plain, queries))
         base_scores = cut_and_normalize(base_queries, full) @ cut_and_normalize(base_whole, full).T
-        return keep_loss(scores, base_scores, self.config.teacher_temperature)
+        return keep_loss(scores, base_scores, self.config.losses.teacher_temperature)
 
     @torch.no_grad()
     def base_chunks(self, *inputs: dict) -> list[torch.Tensor]:
@@ -283,12 +271,12 @@ def _by_length(model, inputs: dict, lengths: list[int], max_tokens: int | None) 
 
 
 @contextmanager
-def _head_tokens(config, head_tokens: int | None):
-    """`config.window_head_tokens` set to `head_tokens` for the block (left as it is for `None`), then restored."""
-    carried = config.window_head_tokens
-    if head_tokens is not None:
-        config.window_head_tokens = head_tokens
+def _window_head_tokens(config, window_head_tokens: int | None):
+    """`config.window_head_tokens` set for the block (left as it is for `None`), then restored."""
+    saved = config.window_head_tokens
+    if window_head_tokens is not None:
+        config.window_head_tokens = window_head_tokens
     try:
         yield
     finally:
-        config.window_head_tokens = carried
+        config.window_head_tokens = saved

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -59,30 +58,28 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
         raise ValueError(f"--resume: {str(output_dir)!r} has no checkpoint to continue from (checkpoints/"
                          "checkpoint-N); run without --resume to start a new run")
     scheme = ContextEmbedConfig.from_pretrained(checkpoint).int8_scheme
-    if config.qat_fraction > 0 and scheme != "unit":
+    if config.losses.qat_fraction > 0 and scheme != "unit":
         raise ValueError(f"int8 QAT trains the unit-vector int8 scheme, and {checkpoint} codes with "
                          f"int8_scheme={scheme!r}: set qat_fraction to 0")
     documents = read_documents(data)
     processor = ContextEmbedProcessor.from_pretrained(checkpoint)
-    documents = _fit_length(documents, processor, config.max_document_tokens)
+    documents = _fit_length(documents, processor, config.data.max_document_tokens)
     torch.manual_seed(config.seed)
     base = ContextEmbedModel.from_pretrained(checkpoint, dtype=torch.float32)
-    if config.document_mix is not None:
-        base.config.document_mix = config.document_mix  # trained with, and saved with, the mix it runs with
     batches = PlannedBatches(documents, config)  # refuses data that forms no batch, before any writing
     teacher = None
-    if config.mix_weight > 0:  # L_mix's teacher: the starting model (the checkpoint with init_delta), frozen
+    if config.losses.mix_weight > 0:  # L_mix's teacher: the starting model (the checkpoint with init_delta), frozen
         teacher = ContextEmbedModel.from_pretrained(checkpoint, dtype=torch.float32)
-        if config.init_delta:
-            apply_delta(teacher, config.init_delta)
+        if config.adapters.init_delta:
+            apply_delta(teacher, config.adapters.init_delta)
     model = ContextTrainingModel(base, config, teacher=teacher)
-    if config.init_delta:
-        model.start_from_delta(config.init_delta)
+    if config.adapters.init_delta:
+        model.start_from_delta(config.adapters.init_delta)
     logger.info("training %d parameters (LoRA rank %d, separator row%s)",
-                sum(p.numel() for p in model.parameters() if p.requires_grad), config.lora_rank,
+                sum(p.numel() for p in model.parameters() if p.requires_grad), config.adapters.lora_rank,
                 ", projection" if any(p.requires_grad for p in base.projection.parameters()) else "")
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "train_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
+    (output_dir / "train_config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
 
     trainer = LossPartsTrainer(model=model, args=_training_arguments(config, output_dir), train_dataset=batches,
                                data_collator=BatchCollator(documents, processor, config),
@@ -93,7 +90,7 @@ def train(checkpoint: str | Path, data: str | Path, output_dir: str | Path, conf
         for entry in trainer.state.log_history:
             f.write(json.dumps(entry) + "\n")
 
-    model.load_state_dict(_soup(output_dir / "checkpoints", config.soup_size, model), strict=False)
+    model.load_state_dict(_soup(output_dir / "checkpoints", config.schedule.soup_size, model), strict=False)
     delta = model.delta()
     merged = model.merged()
     save_delta(output_dir / "delta.safetensors", delta, merged.config,
@@ -109,24 +106,24 @@ class Schedule(TrainerCallback):
         self.start = time.monotonic()
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self.model.quantize = state.global_step >= (1 - self.config.qat_fraction) * self.config.max_steps
+        self.model.quantize = state.global_step >= (1 - self.config.losses.qat_fraction) * self.config.schedule.max_steps
 
     def on_step_end(self, args, state, control, **kwargs):
-        minutes = self.config.max_minutes
+        minutes = self.config.schedule.max_minutes
         if minutes is not None and time.monotonic() - self.start > 60 * minutes:
             logger.warning("time budget of %.1f minutes reached at step %d of %d: the result is trained for fewer "
-                           "steps than planned", minutes, state.global_step, self.config.max_steps)
+                           "steps than planned", minutes, state.global_step, self.config.schedule.max_steps)
             control.should_training_stop = control.should_save = True
 
 
 def _training_arguments(config: TrainConfig, output_dir: Path) -> TrainingArguments:
     return TrainingArguments(
-        output_dir=str(output_dir / "checkpoints"), max_steps=config.max_steps, per_device_train_batch_size=1,
-        learning_rate=config.learning_rate, weight_decay=config.weight_decay, warmup_steps=config.warmup_ratio,
+        output_dir=str(output_dir / "checkpoints"), max_steps=config.schedule.max_steps, per_device_train_batch_size=1,
+        learning_rate=config.schedule.learning_rate, weight_decay=config.schedule.weight_decay, warmup_steps=config.schedule.warmup_ratio,
         lr_scheduler_type="warmup_stable_decay",
-        lr_scheduler_kwargs={"num_decay_steps": int(config.decay_ratio * config.max_steps)},
-        bf16=config.bf16, use_cpu=not torch.cuda.is_available(), logging_steps=config.logging_steps,
-        save_steps=config.save_steps, save_total_limit=config.soup_size, seed=config.seed,
+        lr_scheduler_kwargs={"num_decay_steps": int(config.schedule.decay_ratio * config.schedule.max_steps)},
+        bf16=config.schedule.bf16, use_cpu=not torch.cuda.is_available(), logging_steps=config.schedule.logging_steps,
+        save_steps=config.schedule.save_steps, save_total_limit=config.schedule.soup_size, seed=config.seed,
         dataloader_num_workers=0, remove_unused_columns=False, report_to="none", disable_tqdm=False)
 
 

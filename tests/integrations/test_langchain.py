@@ -15,7 +15,15 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 import contextembed
 from contextembed.integrations.langchain import ContextualEmbeddings, ContextualSplitter, add_documents_contextual
-from tests.integrations.leases import ADDRESSES, QUESTION, assert_contextual, assert_tie, clause_ranking, leases
+from tests.integrations.leases import (
+    ADDRESSES,
+    QUESTION,
+    assert_contextual,
+    assert_tie,
+    clause_ranking,
+    direct_ranking,
+    leases,
+)
 
 TEXTS = {"street": "the lease of the street. the rent is monthly. she is the tenant.",
          "company": "the lease of the company. the rent is monthly. the deposit is one month."}
@@ -157,17 +165,21 @@ def test_careless_input_is_refused(tiny_checkpoint):
         add_documents_contextual(other, [Document(page_content=TEXTS["street"])], embeddings, splitter=splitter())
 
 
-def test_the_lease_questions_through_a_langchain_retriever(lease_model):
-    embeddings = ContextualEmbeddings(lease_model)
+def test_the_lease_questions_through_a_langchain_retriever(default_encoder):
+    embeddings = ContextualEmbeddings(default_encoder)
     documents = [Document(page_content=text, id=slug) for slug, text in leases().items()]
     lease_splitter = ContextualSplitter(RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0))
     contextual = InMemoryVectorStore(embeddings)
     add_documents_contextual(contextual, documents, embeddings, splitter=lease_splitter)
-    flat = InMemoryVectorStore.from_documents(lease_splitter.split_documents(documents), embeddings)
+    split = lease_splitter.split_documents(documents)
+    flat = InMemoryVectorStore.from_documents(split, embeddings)
+    chunks = {slug: [d.page_content for d in sorted((d for d in split if d.metadata["parent_id"] == slug),
+                                                     key=lambda d: d.metadata["chunk_index"])] for slug in ADDRESSES}
     n = len(contextual.store)
     for slug, address in ADDRESSES.items():
         question = QUESTION.format(address)
-        for store, check in ((contextual, lambda r: assert_contextual(r, slug)), (flat, assert_tie)):
+        direct = direct_ranking(default_encoder, chunks, question)
+        for store, check in ((contextual, lambda r: assert_contextual(r, direct)), (flat, assert_tie)):
             hits = store.similarity_search_with_score(question, k=n)
             check(clause_ranking([(d.metadata["parent_id"], d.page_content, s) for d, s in hits]))
 

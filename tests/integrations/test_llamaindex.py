@@ -14,7 +14,15 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TextNode
 
 from contextembed.integrations.llamaindex import ContextualEmbedding
-from tests.integrations.leases import ADDRESSES, QUESTION, assert_contextual, assert_tie, clause_ranking, leases
+from tests.integrations.leases import (
+    ADDRESSES,
+    QUESTION,
+    assert_contextual,
+    assert_tie,
+    clause_ranking,
+    direct_ranking,
+    leases,
+)
 
 TEXTS = {"street": "the lease of the street. the rent is monthly. she is the tenant.",
          "company": "the lease of the company. the rent is monthly. the deposit is one month."}
@@ -82,14 +90,18 @@ def test_careless_nodes_are_refused(built):
     np.testing.assert_allclose(node.embedding, alone.model.encode_documents([["the rent"]])[0][0], atol=1e-6)
 
 
-def test_the_lease_questions_through_a_llamaindex_retriever(lease_model):
-    embedding = ContextualEmbedding(lease_model)
+def test_the_lease_questions_through_a_llamaindex_retriever(default_encoder):
+    embedding = ContextualEmbedding(default_encoder)
     lease_documents = [Document(text=text, id_=slug) for slug, text in leases().items()]
     lease_splitter = SentenceSplitter(chunk_size=64, chunk_overlap=0)
+    nodes = lease_splitter.get_nodes_from_documents(lease_documents)
+    chunks = {slug: [n.get_content() for n in sorted((n for n in nodes if n.ref_doc_id == slug),
+                                                     key=lambda n: n.start_char_idx)] for slug in ADDRESSES}
     contextual = VectorStoreIndex(IngestionPipeline(transformations=[lease_splitter, embedding]).run(
         documents=lease_documents), embed_model=embedding)
     flat = VectorStoreIndex.from_documents(lease_documents, embed_model=embedding, transformations=[lease_splitter])
     for slug, address in ADDRESSES.items():
-        for index, check in ((contextual, lambda r: assert_contextual(r, slug)), (flat, assert_tie)):
+        direct = direct_ranking(default_encoder, chunks, QUESTION.format(address))
+        for index, check in ((contextual, lambda r: assert_contextual(r, direct)), (flat, assert_tie)):
             hits = index.as_retriever(similarity_top_k=100).retrieve(QUESTION.format(address))
             check(clause_ranking([(h.node.ref_doc_id, h.node.get_content(), h.score) for h in hits]))

@@ -35,27 +35,30 @@ def document(i: int, family: str) -> TrainingDocument:
 
 
 BAD_CONFIGS = {
-    "max_document_tokens": ({"max_document_tokens": -1}, "max_document_tokens must be a positive integer, got -1"),
-    "max_minutes": ({"max_minutes": -1}, r"max_minutes must be a positive number of minutes \(or null\), got -1"),
-    "learning rate text": ({"learning_rate": "abc"}, "learning_rate must be a positive number, got 'abc'"),
-    "temperature zero": ({"temperature": 0}, "temperature must be a positive number, got 0"),
-    "teacher temperature": ({"teacher_temperature": -0.1}, "teacher_temperature must be a positive number"),
-    "negative chunking weight": ({"chunking_weights": {"sentences": 1.0, "tokens": -0.5}},
-                                 "chunking_weights must map some of .* to numbers >= 0"),
-    "all chunking weights zero": ({"chunking_weights": {"sentences": 0}}, "not all zero"),
-    "max steps bool": ({"max_steps": True}, "max_steps must be a positive integer, got True"),
-    "bf16 text": ({"bf16": "yes"}, "bf16 must be true or false"),
-    "skip answer number": ({"within_skip_answer": 1}, "within_skip_answer must be true or false, got 1"),
-    "redundant answers above one": ({"redundant_answer_relevance": 1.5},
-                                    r"redundant_answer_relevance must be a number in \[0, 1\] \(or null\), got 1.5"),
-    "redundant answers text": ({"redundant_answer_relevance": "low"}, "redundant_answer_relevance must be a number"),
-    "redundant answers where, not a bool": ({"redundant_answer_in_dist": "no"},
-                                            "redundant_answer_in_dist must be true or false, got 'no'"),
-    "fraction above one": ({"qat_fraction": 1.5}, r"qat_fraction must be a number in \[0, 1\]"),
-    "matryoshka dims": ({"matryoshka_dims": [0]}, "matryoshka_dims must be a non-empty list of positive integers"),
-    "head choices": ({"window_head_choices": [32, -1]}, r"window_head_choices must be a list of integers >= 0"),
-    "head choices not a list": ({"window_head_choices": 32}, r"window_head_choices must be a list"),
-    "document mix": ({"document_mix": 1.0}, r"document_mix must be a number in \[0, 1\) or null"),
+    "max_document_tokens": ({"data": {"max_document_tokens": -1}},
+                            "data.max_document_tokens must be a positive integer, got -1"),
+    "max_minutes": ({"schedule": {"max_minutes": -1}},
+                    r"schedule.max_minutes must be a positive number of minutes \(or null\), got -1"),
+    "learning rate text": ({"schedule": {"learning_rate": "abc"}},
+                           "schedule.learning_rate must be a positive number, got 'abc'"),
+    "temperature zero": ({"losses": {"temperature": 0}}, "losses.temperature must be a positive number, got 0"),
+    "teacher temperature": ({"losses": {"teacher_temperature": -0.1}},
+                            "losses.teacher_temperature must be a positive number"),
+    "negative chunking weight": ({"data": {"chunking_weights": {"sentences": 1.0, "tokens": -0.5}}},
+                                 "data.chunking_weights must map some of .* to numbers >= 0"),
+    "all chunking weights zero": ({"data": {"chunking_weights": {"sentences": 0}}}, "not all zero"),
+    "max steps bool": ({"schedule": {"max_steps": True}}, "schedule.max_steps must be a positive integer, got True"),
+    "bf16 text": ({"schedule": {"bf16": "yes"}}, "schedule.bf16 must be true or false"),
+    "fraction above one": ({"losses": {"qat_fraction": 1.5}}, r"losses.qat_fraction must be a number in \[0, 1\]"),
+    "matryoshka dims": ({"losses": {"matryoshka_dims": [0]}},
+                        "losses.matryoshka_dims must be a non-empty list of positive integers"),
+    "head choices": ({"data": {"window_head_choices": [32, -1]}},
+                     r"data.window_head_choices must be a list of integers >= 0"),
+    "head choices not a list": ({"data": {"window_head_choices": 32}}, r"data.window_head_choices must be a list"),
+    "a flat field": ({"temperature": 0.1}, r"unknown training options in .*: \['temperature'\]"),
+    "a field in the wrong group": ({"losses": {"max_steps": 3}}, r"\['losses.max_steps'\]"),
+    "a group that is not an object": ({"losses": [1]}, "losses must be an object of LossConfig fields"),
+    "a deleted knob": ({"losses": {"within_skip_answer": True}}, r"\['losses.within_skip_answer'\]"),
 }
 
 
@@ -69,7 +72,7 @@ def test_bad_config_values_are_named(case, tmp_path):
 
 def test_a_config_that_is_not_an_object(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
-    with pytest.raises(ValueError, match="must hold a JSON object of TrainConfig fields, got a list"):
+    with pytest.raises(ValueError, match="must hold a JSON object .*got a list"):
         TrainConfig.from_file(tmp_path / "list.json")
     (tmp_path / "broken.json").write_text('{"seed": ')
     with pytest.raises(ValueError, match="cannot read the training config .* as JSON"):
@@ -79,7 +82,7 @@ def test_a_config_that_is_not_an_object(tmp_path):
 def test_every_document_its_own_family_fails_instead_of_looping():
     documents = [document(i, f"family-{i}") for i in range(6)]
     with deadline(20), pytest.raises(ValueError, match="no family has 2 or more documents"):
-        PlannedBatches(documents, TrainConfig(max_steps=10, batch_size=4))
+        PlannedBatches(documents, TrainConfig.from_dict(max_steps=10, batch_size=4))
 
 
 def test_training_that_cannot_run_fails_before_any_step(built, tmp_path):
@@ -90,21 +93,21 @@ def test_training_that_cannot_run_fails_before_any_step(built, tmp_path):
 
     with deadline(60):
         with pytest.raises(ValueError, match="no family has 2 or more documents"):
-            train(checkpoint, tmp_path / "alone.jsonl", tmp_path / "run1", TrainConfig(max_steps=5, batch_size=2))
+            train(checkpoint, tmp_path / "alone.jsonl", tmp_path / "run1", TrainConfig.from_dict(max_steps=5, batch_size=2))
         with pytest.raises(ValueError, match="longer than max_document_tokens=1 tokens"):
             train(checkpoint, tmp_path / "family.jsonl", tmp_path / "run2",
-                  TrainConfig(max_steps=5, batch_size=2, max_document_tokens=1))
+                  TrainConfig.from_dict(max_steps=5, batch_size=2, max_document_tokens=1))
         with pytest.raises(ValueError, match="--resume: .* has no checkpoint to continue from"):
-            train(checkpoint, tmp_path / "family.jsonl", tmp_path / "empty", TrainConfig(max_steps=5, batch_size=2),
+            train(checkpoint, tmp_path / "family.jsonl", tmp_path / "empty", TrainConfig.from_dict(max_steps=5, batch_size=2),
                   resume=True)
     assert not (tmp_path / "run1").exists() and not (tmp_path / "empty").exists()  # nothing written either
 
 
 def test_the_train_command_names_a_bad_config(built, tmp_path, capsys):
-    (tmp_path / "config.json").write_text(json.dumps({"temperature": 0}))
+    (tmp_path / "config.json").write_text(json.dumps({"losses": {"temperature": 0}}))
     assert main(["train", str(built["bert"][0]), "data.jsonl", str(tmp_path / "out"),
                  "--config", str(tmp_path / "config.json")]) == 2
-    assert "temperature must be a positive number, got 0" in capsys.readouterr().err
+    assert "losses.temperature must be a positive number, got 0" in capsys.readouterr().err
 
 
 BAD_RECORDS = {

@@ -1,4 +1,4 @@
-"""The hand-written validation families (scripts/handwritten_families.py): copies that differ only in their
+"""The hand-written validation families (data_builders/handwritten_families.py): copies that differ only in their
 values, asked sentences that never hold a name, questions that name their own copy."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "handwritten_families.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "data_builders" / "handwritten_families.py"
 
 
 @pytest.fixture(scope="module")

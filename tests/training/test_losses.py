@@ -19,7 +19,6 @@ from contextembed.training.data import (
 from contextembed.training.losses import (
     chunk_relevance,
     chunk_scores,
-    demote_redundant_answers,
     distillation_loss,
     document_loss,
     fake_quantize_int8,
@@ -93,36 +92,11 @@ def test_within_document_loss_ignores_other_documents():
         scores.detach(), POSITIVES, relevance, 0.5, 0.2)
 
 
-def test_within_document_loss_can_leave_the_answer_out():
-    """With skip_answer the answer's chunk gets no gradient and its score cannot change the term; the other chunks
-    are ordered as the teacher orders them, by hand over what is left."""
-    scores = torch.tensor([[[3.0, 1.0, 0.2, 0.0]], [[0.5, 2.0, 1.0, float("-inf")]]], requires_grad=True)
-    relevance = torch.tensor([[1.0, 0.75, 0.1, 0.0], [0.0, 1.0, 0.75, float("-inf")]])
-    positives = torch.tensor([0, 0])
-    loss = within_document_loss(scores, positives, relevance, 0.5, 0.2, skip_answer=True)
-    total = 0.0
-    for own, r in (([1.0, 0.2, 0.0], [0.75, 0.1, 0.0]), ([0.5, 1.0], [0.0, 0.75])):  # the answer left out
-        log_z = math.log(sum(math.exp(s / 0.5) for s in own))
-        z_t = sum(math.exp(x / 0.2) for x in r)
-        total += sum(math.exp(x / 0.2) / z_t * (math.log(math.exp(x / 0.2) / z_t) - (s / 0.5 - log_z))
-                     for x, s in zip(r, own))
-    assert loss.item() == pytest.approx(total / 2, abs=1e-6)
-    loss.backward()
-    assert scores.grad[0, 0, 0] == 0 and scores.grad[1, 0, 1] == 0  # the answers
-    assert scores.grad[0, 0, 1] != 0 and scores.grad[1, 0, 2] != 0
-    moved = scores.detach().clone()
-    moved[0, 0, 0], moved[1, 0, 1] = -4.0, 9.0
-    assert within_document_loss(moved, positives, relevance, 0.5, 0.2, skip_answer=True).item() == pytest.approx(
-        loss.item(), abs=1e-6)
-    assert within_document_loss(moved, positives, relevance, 0.5, 0.2).item() != pytest.approx(
-        within_document_loss(scores.detach(), positives, relevance, 0.5, 0.2).item(), abs=1e-3)
-
-
 def test_within_document_loss_without_other_chunks_is_zero_not_nan():
     """A document that is its answer and padding has nothing to order: the term is 0 and adds no NaN gradient."""
     scores = torch.tensor([[[2.0, float("-inf")]]], requires_grad=True)
     relevance = torch.tensor([[1.0, float("-inf")]])
-    loss = within_document_loss(scores, torch.tensor([0]), relevance, 0.5, 0.2, skip_answer=True)
+    loss = within_document_loss(scores, torch.tensor([0]), relevance, 0.5, 0.2)
     assert loss.item() == 0.0
     (loss + scores[0, 0, 0]).backward()
     assert torch.isfinite(scores.grad).all()
@@ -176,43 +150,3 @@ def test_fragments_split_sentences_without_losing_a_word(seed):
     assert [c.text for c in again] == [c.text for c in chunks]  # the batch's own seed decides
 
 
-def test_redundant_answers_keep_the_students_best_answer_span_on_top():
-    """Of an answer in several spans, the span holding the chunk the student scores highest keeps its relevance and
-    the chunks of the other spans drop to the cap (below the evidence); which one stays follows the student; a span
-    cut across two chunks keeps both; a query with one answer span is left alone, however it is chunked."""
-    relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0, 0.2, float("-inf")],
-                              [0.75, 1.0, 1.0, 0.0, 0.3, float("-inf")]])
-    spans = torch.zeros(2, 6, 3, dtype=torch.bool)
-    spans[0, 1, 0] = spans[0, 2, 1] = spans[0, 3, 2] = True  # row 0: three answer lines, one chunk each
-    spans[1, 1, 0] = spans[1, 2, 0] = True  # row 1: one answer sentence cut across chunks 1 and 2
-    for best in (1, 2, 3):
-        scores = torch.zeros(2, 6)
-        scores[:, best] = 0.9
-        scores[:, 0] = 2.0  # the evidence scoring higher still does not make it the answer that stays
-        demoted = demote_redundant_answers(relevance, spans, scores, 0.5)
-        expected = relevance[0].clone()
-        expected[[c for c in (1, 2, 3) if c != best]] = 0.5
-        assert torch.equal(demoted[0], expected)
-        assert torch.equal(demoted[1], relevance[1])  # one answer span: unchanged
-    shared = spans.clone()
-    shared[0, 2, 2] = True  # chunk 2 holds the end of line 1 and the start of line 2
-    scores = torch.tensor([[0.0, 0.1, 0.2, 0.9, 0.0, 0.0], [0.0] * 6])
-    assert demote_redundant_answers(relevance, shared, scores, 0.5)[0].tolist()[:4] == [0.75, 0.5, 1.0, 1.0]
-    low = torch.tensor([[0.75, 0.4, 0.3]])  # already below the cap: nothing rises
-    two = torch.tensor([[[False, False], [True, False], [False, True]]])
-    assert torch.equal(demote_redundant_answers(low, two, torch.zeros(1, 3), 0.5), low)
-
-
-def test_redundant_answers_change_the_targets_not_the_gradient_path():
-    """The choice of the best answer is taken without gradient: the scores get their gradient from the loss alone,
-    and with the answer in several spans the demoted target orders evidence above the other answer spans."""
-    scores = torch.tensor([[[0.2, 0.9, 0.5, 0.4]]], requires_grad=True)
-    relevance = torch.tensor([[0.75, 1.0, 1.0, 1.0]])
-    spans = torch.tensor([[[False, False, False], [True, False, False], [False, True, False], [False, False, True]]])
-    target = demote_redundant_answers(relevance, spans, scores[:, 0], 0.5)
-    assert not target.requires_grad
-    teacher = torch.softmax(target[0] / 0.1, dim=0)
-    assert teacher[1] > teacher[0] > teacher[2] == teacher[3]  # best answer, then evidence, then the rest of it
-    loss = within_document_loss(scores, torch.tensor([0]), target, 0.1, 0.1)
-    loss.backward()
-    assert scores.grad[0, 0, 0] < 0 < scores.grad[0, 0, 2]  # evidence pulled up, a redundant answer pushed down

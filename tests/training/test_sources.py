@@ -68,7 +68,7 @@ def test_the_validation_split_becomes_evaluation_sets_per_source(tmp_path):
     import runpy
     from pathlib import Path
 
-    write_sets = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "build_validation_sets.py"))["write_sets"]
+    write_sets = runpy.run_path(str(Path(__file__).parents[2] / "data_builders" / "validation_sets.py"))["write_sets"]
     documents = families(3, copies=3)
     write_documents(tmp_path / "data.validation.jsonl", documents)
     folders = write_sets(tmp_path / "data.validation.jsonl", tmp_path / "sets")

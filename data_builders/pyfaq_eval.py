@@ -6,7 +6,7 @@ so what it answers is known from the section heading above it — section scope,
 the default model must run in overlapping windows.
 
     apt-get download python3.11-doc && dpkg -x python3.11-doc_*.deb python-doc
-    python scripts/build_pyfaq_eval.py python-doc/usr/share/doc/python3.11/html/_sources/faq
+    python data_builders/pyfaq_eval.py python-doc/usr/share/doc/python3.11/html/_sources/faq
 
 Writes contextembed/evaluation/data/pyfaq/{documents,queries}.jsonl and SOURCE.md (context-bench layout). One
 document per FAQ page, one sentence per chunk (blingfire), code blocks and directives left out, inline markup
@@ -65,7 +65,7 @@ def build(faq_dir: Path) -> tuple[list[dict], list[dict]]:
 
 SOURCE = """# Python FAQ long-document evaluation set
 
-Built by `scripts/build_pyfaq_eval.py` from the reStructuredText sources of the Python 3.11 FAQ in Debian's
+Built by `data_builders/pyfaq_eval.py` from the reStructuredText sources of the Python 3.11 FAQ in Debian's
 `python3.11-doc` package (`html/_sources/faq/*.rst.txt`). Text: Copyright © 2001-2023 Python Software
 Foundation; used under the PSF License Agreement, which permits reproduction and derivative works with this
 notice retained. {documents} documents (one per FAQ page, {sentences} sentences, the longest ~{longest} tokens),

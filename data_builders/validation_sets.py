@@ -1,7 +1,7 @@
 """Turn the validation split of a training file into `contextembed evaluate` sets, one per source, for tuning.
 
-    python scripts/build_training_data.py data.jsonl --python-docs ...   # also writes data.validation.jsonl
-    python scripts/build_validation_sets.py data.validation.jsonl validation/
+    python data_builders/training_data.py data.jsonl --python-docs ...   # also writes data.validation.jsonl
+    python data_builders/validation_sets.py data.validation.jsonl validation/
     contextembed evaluate validation/pydocs --model runs/default-model/checkpoint
 
 The shipped evaluation sets are for reporting; choices of a run (weights, data, steps) are to be made on these.

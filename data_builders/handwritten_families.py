@@ -1,6 +1,6 @@
 """Write the hand-written validation families: five genres no training source resembles, one reference form each.
 
-    python scripts/handwritten_families.py validation/   # handwritten-near/, handwritten-far/, handwritten-pronoun/
+    python data_builders/handwritten_families.py validation/   # handwritten-near/, handwritten-far/, handwritten-pronoun/
 
 Every family is 8 copies of one hand-written document that differ only in what identifies them (a company, a
 hotel and its nickname, a firmware version, the woman who led a survey among several people, the group a section of
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_validation_sets import write_set  # noqa: E402
+from validation_sets import write_set  # noqa: E402
 
 from contextembed.training.data import lines_document  # noqa: E402
 

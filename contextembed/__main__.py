@@ -1,0 +1,5 @@
+"""`python -m contextembed` runs the `contextembed` command."""
+
+from contextembed.cli import main
+
+raise SystemExit(main())
