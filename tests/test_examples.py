@@ -54,14 +54,14 @@ def test_int8_search(default_model_cache, capsys):
 
 
 def test_lease_questions_reproduce_the_published_counts(default_model_cache, capsys):
+    """The example's counts at 512-token windows are the ones the model card reads from the results file."""
+    from contextembed.default_model_card import load_results
+
     out = run_example("lease_questions.py", capsys)
-    counts = [int(line.split(": ")[1].split("/")[0]) for line in out.splitlines() if "right clause first" in line]
+    line = re.compile(r"^(.*), late chunking, (\d+)-token windows, (\d+) opening tokens carried: (\d+)/30 right")
+    counts = {(m[1], int(m[2]), int(m[3])): int(m[4]) for m in map(line.match, out.splitlines()) if m}
     assert len(counts) == 8  # four settings for the default model, four for the untrained baseline
-    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    published = re.search(r"puts the right copy first\s+\*\*(\d+)/30\*\*\s+times at 512-token", readme)
-    carried = re.search(r"\*\*(\d+)/30\*\*\s+and\s+\*\*(\d+)/30\*\*\s+with 256- and 128-token", readme)
-    uncarried = re.search(r"256-token windows lose the address: (\d+)/30", readme)
-    baseline = re.search(r"any training\) gets \*\*(\d+)/30\*\* at 512-token windows", readme)
-    assert published and carried and uncarried and baseline, "the README no longer states the lease counts"
-    assert counts[:4] == [int(published.group(1)), int(uncarried.group(1)), int(carried.group(1)), int(carried.group(2))]
-    assert counts[4] == int(baseline.group(1))
+    models = load_results()["models"]
+    assert counts["default model", 512, 0] == models["default"]["leases"]["hits"]
+    assert counts["untrained baseline", 512, 0] == models["untrained"]["leases"]["hits"]
+    assert models["default"]["leases"]["questions"] == 30

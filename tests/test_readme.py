@@ -27,6 +27,30 @@ def test_ci_runs_the_readme_test_command():
     assert install_and_test in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+def test_readme_is_a_front_door():
+    assert len(README.splitlines()) <= 300
+    assert "SPEC.md" not in README and not re.search(r"\bbuild \d+|\bbuild\d+", README)
+
+
+@pytest.mark.slow
+def test_the_main_job_prints_what_the_readme_shows(default_model_cache, monkeypatch, capsys):
+    """Every line of the README's (shortened) output of the main job is printed by it, in that order."""
+    from contextembed.cli import main
+
+    monkeypatch.chdir(ROOT)
+    command = bash_blocks()[0].split(" && ")[-1]
+    assert command.startswith("contextembed search ")
+    query = re.search(r'"(.*)"', command).group(1)
+    assert main(["search", "examples/data/leases", query, "--compare", "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = re.search(r"The search prints \(shortened\):\n\n```\n(.*?)\n```", README, flags=re.S).group(1)
+    at = 0
+    for line in shown.splitlines():
+        if line == "…":
+            continue
+        at = printed.index(line, at) + 1  # ValueError names the line the command no longer prints
+
+
 @pytest.mark.slow
 def test_usage_snippet_runs(default_model_cache, monkeypatch):
     monkeypatch.chdir(ROOT)
