@@ -19,13 +19,35 @@ def run_example(name, capsys):
 
 
 def test_quickstart(default_model_cache, capsys):
-    out = run_example("quickstart.py", capsys)
-    low, high = (float(x) for x in out.splitlines()[-1].split("scores ")[1].split(" in ")[0].split(" vs "))
-    assert high > low  # the Ocean Drive copy of the identical clause wins for an Ocean Drive question
+    """It prints each lease's score (its best chunk) and the identical pet clause's score in each: the Ocean Drive
+    lease and its copy of the clause win the Ocean Drive question, with the scores the API gives."""
+    import contextembed
+
+    lines = run_example("quickstart.py", capsys).splitlines()
+    documents = [line.split("  ", 1) for line in lines[:2]]
+    assert [text for _, text in documents] == ["This lease is for the apartment at 14 Harbor Street.",
+                                               "This lease is for the apartment at 88 Ocean Drive."]
+    harbor, ocean = (float(score) for score, _ in documents)
+    low, high = (float(x) for x in lines[2].split("scores ")[1].split(" in ")[0].split(" vs "))
+    assert ocean > harbor and high > low
+    model = contextembed.load()  # the Ocean Drive lease's pet clause, scored here
+    query = model.encode_queries(["Are pets allowed at 88 Ocean Drive?"])
+    vectors = model.encode_documents([["This lease is for the apartment at 88 Ocean Drive.",
+                                       "The tenant is Marcus Bell.", "No pets are allowed without written consent."]])
+    assert f"{float(query[0] @ vectors[0][2]):.4f}" == f"{high:.4f}"
 
 
 def test_raw_text_offsets(default_model_cache, capsys):
-    assert "[" in run_example("raw_text_offsets.py", capsys)
+    """It prints the best sentence's index, offsets and score, then the sentence in brackets inside its own
+    context: the offsets slice the file to exactly the bracketed text, and the answer to the question is it."""
+    lines = run_example("raw_text_offsets.py", capsys).split("\n")
+    best = re.match(r"best chunk (\d+) of (\d+), chars (\d+)-(\d+), score ([0-9.]+)$", lines[0])
+    assert best, lines[0]
+    text = (EXAMPLES / "data" / "leases" / "lease-mill-lane.txt").read_text(encoding="utf-8")
+    start, end = int(best[3]), int(best[4])
+    shown = "\n".join(lines[1:])
+    assert "[" + text[start:end] + "]" in shown and int(best[2]) == 34
+    assert "late fee" in text[start:end].lower()
 
 
 def test_sentence_transformers_usage(default_model_cache, capsys):
