@@ -56,7 +56,10 @@ def test_wheel_install(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "contextembed/modeling/modeling_contextembed.py" in names
     assert "contextembed/model_card_template.md" in names
-    assert "contextembed/default_model_delta.safetensors" in names  # the trained default model ships as a delta
+    # the trained default model ships as one delta, with its recipe and its results file; nothing of research/
+    assert [n for n in names if n.endswith(".safetensors")] == ["contextembed/default_model_delta.safetensors"]
+    assert {"contextembed/recipes/default.json", "contextembed/default_model_results.json"} <= set(names)
+    assert not any(name.startswith(("research/", "data_builders/", "scripts/")) for name in names)
     assert "contextembed/evaluation/data/wikiguard/qrels/test.tsv" in names
     assert "contextembed/training/trainer.py" in names
     assert not any(name.startswith("modeling/") for name in names)

@@ -74,3 +74,18 @@ def test_the_graph_sees_the_imports():
     assert "contextembed.modeling" in GRAPH["contextembed.encoder"]
     model_files = {m for m in GRAPH if m.startswith("contextembed.modeling.")}
     assert len(model_files) == 3 and any(GRAPH[m] & model_files for m in model_files)  # the files import each other
+
+
+def test_nothing_in_the_product_reads_research():
+    """research/ holds records; the package, the tests, the benchmarks and the examples never import or read it."""
+    offenders = []
+    for folder in ("contextembed", "modeling", "tests", "bench", "examples", "data_builders"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                strings = [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else []
+                if any(n.split(".")[0] == "research" for n in names) or any(
+                        s == "research" or s.startswith("research/") for s in strings):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders

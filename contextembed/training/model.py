@@ -231,8 +231,8 @@ def chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> torch.T
 
     A batch whose rows all fit one window is one call to the model, padded to its longest row (so that the model
     can return its hidden states); training needs only the chunk vectors, so it runs such a batch in passes of
-    similar lengths (`token_budget_batches`). Half of build 19's batches fit one window, and their single call padded
-    them by 6.7% of all the documents' tokens. A batch with a longer row is one call: the model already runs its
+    similar lengths (`token_budget_batches`): a single call pads such a batch to its longest row. A batch with a longer
+    row is one call: the model already runs its
     short rows and windows together by length. Padding is masked, so each chunk's vector is the same either way.
     """
     lengths = inputs["token_attention_mask"].sum(1).tolist()
@@ -245,9 +245,8 @@ def one_chunk_vectors(model, inputs: dict, max_tokens: int | None = None) -> tor
     """The raw vector of each one-chunk document in `inputs`, `(N, D)` in their order, run in passes of similar
     lengths (`token_budget_batches`, as `encode_documents` runs them) instead of one pass padded to the longest.
 
-    A training batch's chunks alone, padded in one pass, are about 7 times their tokens (8 documents' chunks: 1.08M
-    padded tokens for 153k real ones over 30 steps of build 28's recipe); padding is masked, so each row's vector is
-    the same either way. `max_tokens`: padded tokens per pass (default: `encode_documents`' for the device).
+    A training batch's chunks alone, padded in one pass, would be several times their tokens; padding is masked, so
+    each row's vector is the same either way. `max_tokens`: padded tokens per pass (default: `encode_documents`' for the device).
     """
     return _by_length(model, inputs, inputs["token_attention_mask"].sum(1).tolist(), max_tokens)[:, 0]
 
