@@ -170,4 +170,4 @@ def baseline_card_fields(name: str, window_head_tokens: int) -> dict:
               "attention.\n- English only; 512 tokens per window; 384 dimensions, no Matryoshka cuts.")
     results = load_results()
     return _fields(name, summary_text, "See the default model's card: its results table has a column "
-                   "for this baseline.", limits, repr(BASELINE_MODEL_NAME), model_index(results, "untrained"))
+                   "for this baseline.", limits, repr(name), model_index(results, "untrained"))
