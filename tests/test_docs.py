@@ -9,6 +9,7 @@ only extras that pyproject.toml defines, and `python` must run a file that exist
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import tomllib
@@ -27,10 +28,9 @@ EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def first_block(page: Path) -> tuple[str, str]:
-    """The language and code of the page's first fenced block."""
+    """The language and code of the page's first fenced block (`("", "")` when it has none)."""
     match = BLOCK.search(page.read_text(encoding="utf-8"))
-    assert match, f"{page.name} has no code block"
-    return match.group(1), match.group(2)
+    return (match.group(1), match.group(2)) if match else ("", "")
 
 
 def shell_commands(code: str) -> list[list[str]]:
@@ -47,6 +47,21 @@ def shell_commands(code: str) -> list[list[str]]:
             else:
                 command.append(word)
     return commands
+
+
+def check_contextembed_command(args: list[str], where: str) -> None:
+    """`args` parse as the real parser parses them; with `--help`, the command before it exists."""
+    parser = build_parser()
+    if "--help" in args or "-h" in args:
+        command = args[: min(args.index(h) for h in ("--help", "-h") if h in args)]
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+        if len(command) > 1 or any(c not in commands for c in command):
+            pytest.fail(f"{where}: no such command")
+        return
+    try:
+        parser.parse_args(args)
+    except SystemExit:
+        pytest.fail(f"{where} does not parse as a contextembed command")
 
 
 def test_there_are_pages():
@@ -98,10 +113,7 @@ def test_bash_example_names_real_commands(page):
         program, args = command[0], command[1:]
         assert program in ("contextembed", "pip", "python"), f"{page.name}: {shlex.join(command)}"
         if program == "contextembed":
-            try:
-                build_parser().parse_args(args)
-            except SystemExit:
-                pytest.fail(f"{page.name}: `{shlex.join(command)}` does not parse as a contextembed command")
+            check_contextembed_command(args, f"{page.name}: `{shlex.join(command)}`")
         elif program == "pip":
             assert args[:1] == ["install"], f"{page.name}: {shlex.join(command)}"
             for extras in re.findall(r"contextembed\[([\w,-]+)\]", " ".join(args)):
@@ -110,6 +122,13 @@ def test_bash_example_names_real_commands(page):
             compile(args[1], f"docs/{page.name}", "exec")
         else:
             assert (ROOT / args[0]).is_file(), f"{page.name}: {shlex.join(command)} runs a file that does not exist"
+
+
+def test_a_wrong_command_is_caught():
+    check_contextembed_command(["train", "--help"], "train --help")
+    for args in (["trian", "--help"], ["search", "x"], ["evaluate", "--precision", "int4"]):
+        with pytest.raises(pytest.fail.Exception):
+            check_contextembed_command(args, shlex.join(args))
 
 
 def test_shell_commands_are_split_as_a_shell_would():
