@@ -161,7 +161,6 @@ def default_card_fields(name: str, window_head_tokens: int) -> dict:
 
 
 def baseline_card_fields(name: str, window_head_tokens: int) -> dict:
-    from contextembed.default_model import BASELINE_MODEL_NAME  # default_model imports this module when it builds
 
     summary_text = (f"The **untrained baseline** of contextembed's default model: {MINILM} run for late chunking "
                     "(a `<|chunk_sep|>` token added, no projection, 384-d vectors, 512 tokens per window, the first "
