@@ -161,11 +161,10 @@ def default_card_fields(name: str, window_head_tokens: int) -> dict:
 
 
 def baseline_card_fields(name: str, window_head_tokens: int) -> dict:
-
     summary_text = (f"The **untrained baseline** of contextembed's default model: {MINILM} run for late chunking "
                     "(a `<|chunk_sep|>` token added, no projection, 384-d vectors, 512 tokens per window, the first "
-                    f"{window_head_tokens} carried into later ones), **not trained for contextual retrieval**. Load it with "
-                    f"`contextembed.load({name!r})`; the default model is this baseline fine-tuned.")
+                    f"{window_head_tokens} carried into later ones), **not trained for contextual retrieval**. "
+                    f"Load it with `contextembed.load({name!r})`; the default model is this baseline fine-tuned.")
     limits = ("- Not trained for contextual retrieval: chunk vectors see their document only through MiniLM's own "
               "attention.\n- English only; 512 tokens per window; 384 dimensions, no Matryoshka cuts.")
     results = load_results()
