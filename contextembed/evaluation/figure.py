@@ -117,13 +117,14 @@ def draw(data: Sequence[dict], title: str = ""):
             ax.set_ylim(0, 1.08)
             ax.grid(axis="y", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside upper center", ncols=len(labels), frameon=False)
+    figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False)
     if title:
         figure.suptitle(title, fontsize=10)
     return figure
 
 
-def _grouped_bars(ax, categories: list[str], series: dict[str, list], tick_labels: list[str]) -> None:
+def _grouped_bars(ax, categories: list[str], series: dict[str, list], tick_labels: list[str],
+                  rotation: float = 0) -> None:
     """Bars per category, one per mode, the value above each; a None value draws no bar."""
     width = 0.8 / len(series)
     for i, (mode, values) in enumerate(series.items()):
@@ -131,12 +132,13 @@ def _grouped_bars(ax, categories: list[str], series: dict[str, list], tick_label
         bars = ax.bar([x + (i - (len(series) - 1) / 2) * width for x, _ in kept], [v for _, v in kept], width,
                       label=MODE_LABELS[mode], color=MODE_COLORS[mode])
         ax.bar_label(bars, labels=[f"{100 * v:.0f}" for _, v in kept], fontsize=6, padding=1)
-    ax.set_xticks(range(len(categories)), tick_labels, fontsize=7)
+    ax.set_xticks(range(len(categories)), tick_labels, fontsize=7, rotation=rotation,
+                  ha="right" if rotation else "center", rotation_mode="anchor")
 
 
 def _draw_modes(ax, entry: dict) -> None:
     panel = entry["modes"]
-    _grouped_bars(ax, panel["categories"], panel["series"], panel["categories"])
+    _grouped_bars(ax, panel["categories"], panel["series"], panel["categories"], rotation=20)
     ax.set_title(f"{entry['name']} ({entry['queries']} queries): by mode", fontsize=9)
 
 
