@@ -10,7 +10,7 @@ between one of its accepted answer sentences and one of its evidence sentences (
 the same document.
 
 **Buckets**, relative to the model's window W = `max_seq_length`: `[0, W/32)`, `[W/32, W/8)`, `[W/8, W/2)`,
-`[W/2, W)` and `>= W` tokens. From W on no window holds both sentences, so the answer's vector can have seen the
+`[W/2, W)` and `>= W` tokens (W/32 etc. rounded down; empty ranges of a small window dropped). From W on no window holds both sentences, so the answer's vector can have seen the
 evidence only through the window head (the document's first `window_head_tokens` tokens, carried into every
 window): a query at `>= W` with an evidence sentence of the answer's document wholly inside the window head has a
 bucket of its own. A query whose evidence lies only in other documents than its answers ("evidence in another
@@ -78,6 +78,8 @@ def distance_buckets(max_seq_length: int, window_head_tokens: int = 0) -> list[s
     >>> distance_buckets(512, window_head_tokens=48)  # doctest: +NORMALIZE_WHITESPACE
     ['0-15', '16-63', '64-255', '256-511', '>=512', '>=512, evidence in the window head',
      'evidence in another document', 'no evidence']
+    >>> distance_buckets(16)[:4]  # 16 // 32 = 0: the first range merges away
+    ['0-1', '2-7', '8-15', '>=16']
     """
     edges = _edges(max_seq_length)
     labels = [f"{low}-{high - 1}" for low, high in zip(edges[:-1], edges[1:])] + [f">={max_seq_length}"]
@@ -124,9 +126,10 @@ def distance_labels(documents: Sequence[ContextDocument], queries: Sequence[Cont
 
 
 def _edges(max_seq_length: int) -> list[int]:
-    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length < 32:
-        raise ValueError(f"max_seq_length must be an integer of at least 32 tokens, got {max_seq_length!r}")
-    return [0, max_seq_length // 32, max_seq_length // 8, max_seq_length // 2, max_seq_length]
+    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length <= 0:
+        raise ValueError(f"max_seq_length must be a positive integer, got {max_seq_length!r}")
+    # a window under 32 tokens has fewer buckets (the edges that round to the same token merge)
+    return sorted({0, max_seq_length // 32, max_seq_length // 8, max_seq_length // 2, max_seq_length})
 
 
 def _split(sentence: str) -> tuple[str, int]:
