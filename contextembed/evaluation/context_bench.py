@@ -358,13 +358,13 @@ def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:
 
 def breakdown(records: Sequence[dict[str, float]], labels: Sequence[str | None],
               order: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
-    """`aggregate` of the queries of each label (a query's label is `labels[i]`; `None` leaves it out), in `order`
-    (labels no query has are left out), else in sorted order.
+    """`aggregate` of the queries of each label (a query's label is `labels[i]`; `None` leaves it out): every label
+    of `order` in that order (one no query has as `{"queries": 0, ...}`), else the labels present, sorted.
 
     >>> by_label = breakdown([{"Answer@1": 1.0}, {"Answer@1": 0.0}, {"Answer@1": 1.0}], ["near", "far", None],
     ...                      order=["near", "far", "beyond"])
-    >>> {label: (values["Answer@1"], values["queries"]) for label, values in by_label.items()}
-    {'near': (1.0, 1), 'far': (0.0, 1)}
+    >>> {label: (values.get("Answer@1"), values["queries"]) for label, values in by_label.items()}
+    {'near': (1.0, 1), 'far': (0.0, 1), 'beyond': (None, 0)}
     """
     if len(labels) != len(records):
         raise ValueError(f"labels must have one entry per query ({len(records)}), got {len(labels)}")
@@ -373,7 +373,7 @@ def breakdown(records: Sequence[dict[str, float]], labels: Sequence[str | None],
     if unknown:
         raise ValueError(f"labels must be among {list(order)}, got {sorted(unknown)}")
     return {label: aggregate([r for r, own in zip(records, labels) if own == label])
-            for label in (order if order is not None else sorted(present)) if label in present}
+            for label in (order if order is not None else sorted(present))}
 
 
 def run_context_bench(

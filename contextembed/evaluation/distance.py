@@ -16,7 +16,7 @@ window): a query at `>= W` with an evidence sentence of the answer's document wh
 bucket of its own. A query whose evidence lies only in other documents than its answers ("evidence in another
 document") and a query without evidence, or without an answer sentence to measure from ("no evidence"), have
 buckets of their own too, so every query is in exactly one bucket and the buckets' query counts add up to the
-set's.
+set's. `by_distance` lists every bucket, an empty one with `"queries": 0`.
 """
 
 from __future__ import annotations

@@ -155,14 +155,15 @@ def _draw_capability(ax, entry: dict) -> None:
 
 
 def _draw_distance(ax, entry: dict) -> None:
-    """Lines over the token-distance buckets; the buckets without a distance as unconnected points after them."""
+    """Lines over the token-distance buckets, every one on the axis (an empty one shows its n=0); the buckets
+    without a distance that hold queries as unconnected points after them."""
     panel = entry["distance"]
     if panel is None:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "no distance breakdown", ha="center", va="center", transform=ax.transAxes)
         return
     measured = [i for i, label in enumerate(panel["categories"]) if label not in (OTHER_DOCUMENT, NO_EVIDENCE)]
-    apart = [i for i in range(len(panel["categories"])) if i not in measured]
+    apart = [i for i in range(len(panel["categories"])) if i not in measured and panel["counts"][i]]
     for mode, values in panel["series"].items():
         line = [(x, values[i]) for x, i in enumerate(measured) if values[i] is not None]
         ax.plot([x for x, _ in line], [v for _, v in line], marker="o", label=MODE_LABELS[mode],
@@ -173,11 +174,21 @@ def _draw_distance(ax, entry: dict) -> None:
     if measured and apart:
         ax.axvline(len(measured) - 0.25, color="grey", linestyle=":", linewidth=1)
     positions = list(range(len(measured))) + [len(measured) + 0.5 + x for x in range(len(apart))]
-    labels = [panel["categories"][i].replace(", ", ",\n").replace("evidence in another", "evidence in\nanother")
-              + f"\n(n={panel['counts'][i]})" for i in measured + apart]
+    labels = [_distance_tick(panel["categories"][i]) + f"\n(n={panel['counts'][i]})" for i in measured + apart]
     ax.set_xticks(positions, labels, fontsize=7)
-    ax.set_xlabel("tokens between the answer and its nearest evidence sentence", fontsize=8)
+    ax.set_xlabel("tokens between the answer and its nearest evidence sentence\n(window head: that sentence in the "
+                  "opening tokens every window carries)", fontsize=7)
     ax.set_title(f"{panel['metric']} by distance to the evidence", fontsize=9)
+
+
+def _distance_tick(label: str) -> str:
+    """A bucket's label short enough for a tick.
+
+    >>> [_distance_tick(label) for label in ("16-63", ">=512, evidence in the window head", OTHER_DOCUMENT)]
+    ['16-63', '≥512,\\nwindow head', 'other\\ndocument']
+    """
+    short = {OTHER_DOCUMENT: "other\ndocument", NO_EVIDENCE: "no\nevidence"}
+    return short.get(label, label.replace(">=", "≥").replace(", evidence in the window head", ",\nwindow head"))
 
 
 def write_figure(out: str | Path, data: Sequence[dict], formats: Sequence[str] = FIGURE_FORMATS, *,

@@ -86,7 +86,7 @@ def test_the_plotted_data_is_results_json(evaluated):
         assert set(data["series"]) == {"contextual", "independent"}  # the modes with Answer@1
         for mode, values in data["series"].items():
             assert data["categories"] == list(results[mode][key])
-            assert values == [results[mode][key][c]["Answer@1"] for c in data["categories"]]
+            assert values == [results[mode][key][c].get("Answer@1") for c in data["categories"]]
             assert data["counts"] == [results[mode][key][c]["queries"] for c in data["categories"]]
     # queries without a capability are counted as left out; queries without evidence have their own bucket
     assert entry["capability"]["left_out"] == 3 and sum(entry["capability"]["counts"]) == 3
@@ -116,9 +116,13 @@ def test_what_is_drawn_is_the_data(evaluated):
     measured = [i for i, c in enumerate(panel["categories"]) if c not in (OTHER_DOCUMENT, NO_EVIDENCE)]
     for mode, values in panel["series"].items():
         lines = {line.get_label(): list(line.get_ydata()) for line in distance_ax.lines}
-        assert lines[MODE_LABELS[mode]] == [values[i] for i in measured]
+        assert lines[MODE_LABELS[mode]] == [values[i] for i in measured if values[i] is not None]
         assert lines[f"_{MODE_LABELS[mode]} (no distance)"] == [values[i] for i in range(len(values))
-                                                               if i not in measured]
+                                                               if i not in measured and values[i] is not None]
+    # every distance bucket is on the axis, an empty one with n=0; the buckets without a distance only when used
+    ticks = [t.get_text() for t in distance_ax.get_xticklabels()]
+    assert len(ticks) == len(measured) + sum(1 for i, c in enumerate(panel["counts"]) if i not in measured and c)
+    assert any(t.endswith("(n=0)") for t in ticks)
 
 
 def test_a_set_without_capabilities_draws_without_that_panel(evaluated, tmp_path):
