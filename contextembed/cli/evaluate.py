@@ -46,7 +46,7 @@ def add_commands(commands) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> int:
     from contextembed.evaluation.datasets import resolve_datasets
-    from contextembed.evaluation.run import evaluate_datasets, write_results
+    from contextembed.evaluation.run import distance_setup, evaluate_datasets, write_results
     from contextembed.stores import redact
 
     datasets = resolve_datasets(args.data, args.format)  # a mistyped folder fails before the model loads
@@ -74,12 +74,11 @@ def evaluate_command(args: argparse.Namespace) -> int:
     precision += f"; local_mix {args.local_mix:g}" if args.local_mix else ""
     header = (f"Model: {args.model or 'default (all-MiniLM-L6-v2 fine-tuned for late chunking)'}; data: "
               f"{', '.join(datasets)}{precision}; metrics in %.\n\n")
-    from contextembed.evaluation.run import distance_setup
-
     payload = {"datasets": {n: str(p) for n, (p, _) in datasets.items()},
                "store": redact(args.store) if args.store else None, "ann": args.ann,
                "formats": {n: f for n, (_, f) in datasets.items()}, "precision": args.precision,
-               "local_mix": args.local_mix, "model": args.model or "default", "distance": distance_setup(model),
+               "local_mix": args.local_mix, "model": args.model or "default",
+               "distance": distance_setup(model) if any(f == "context-bench" for _, f in datasets.values()) else None,
                "results": results}
     json_file, md_file = write_results(args.out, payload, header + table)
     print(header + table)

@@ -10,13 +10,14 @@ between one of its accepted answer sentences and one of its evidence sentences (
 the same document.
 
 **Buckets**, relative to the model's window W = `max_seq_length`: `[0, W/32)`, `[W/32, W/8)`, `[W/8, W/2)`,
-`[W/2, W)` and `>= W` tokens (W/32 etc. rounded down; empty ranges of a small window dropped). From W on no window holds both sentences, so the answer's vector can have seen the
-evidence only through the window head (the document's first `window_head_tokens` tokens, carried into every
-window): a query at `>= W` with an evidence sentence of the answer's document wholly inside the window head has a
-bucket of its own. A query whose evidence lies only in other documents than its answers ("evidence in another
-document") and a query without evidence, or without an answer sentence to measure from ("no evidence"), have
-buckets of their own too, so every query is in exactly one bucket and the buckets' query counts add up to the
-set's. `by_distance` lists every bucket, an empty one with `"queries": 0`.
+`[W/2, W)` and `>= W` tokens (W/32 etc. rounded down; the empty ranges of a small window dropped). From W on no
+window holds both sentences, so the answer's vector can have seen the evidence only through the window head (the
+document's first `window_head_tokens` tokens, carried into every window): a query at `>= W` with an evidence
+sentence of the answer's document wholly inside the window head has a bucket of its own. A query whose evidence lies
+only in other documents than its answers ("evidence in another document") and a query without evidence, or without
+an answer sentence to measure from ("no evidence"), have buckets of their own too, so every query is in exactly one
+bucket and the buckets' query counts add up to the set's. `by_distance` lists every bucket, an empty one with
+`"queries": 0`.
 """
 
 from __future__ import annotations

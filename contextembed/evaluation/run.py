@@ -38,9 +38,9 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
     for name, (folder, layout) in datasets.items():
         if layout == "context-bench":
             documents, queries = loaders.load_context_bench(folder)
+            groupings = distance_groupings(model, documents, queries)
             results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision,
-                                              local_mix=local_mix, groupings=distance_groupings(model, documents,
-                                                                                                queries), **options)
+                                              local_mix=local_mix, groupings=groupings, **options)
             copies = ["Copy@1"] if any("Copy@1" in r for r in results[name].values()) else []
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
             table = (report.context_bench_table(results[name], columns + copies) + "\n\n"
