@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from contextembed.cli import options
 from contextembed.cli.choices import DATASET_LAYOUTS
@@ -34,13 +35,18 @@ def add_commands(commands) -> None:
                           "beside exact search (Recall@1000, nDCG@10)")
     evaluate.add_argument("--ann", action="store_true", help="with --store: build the store's ANN index and search "
                           "through it (default: the store's exact search)")
-    evaluate.add_argument("--out", default="evaluation-results", help="folder for results.json and results.md")
+    evaluate.add_argument("--out", default="evaluation-results", help="folder for results.json, results.md and the "
+                          "figure")
+    evaluate.add_argument("--figure", choices=["both", "png", "html", "none"], default="both",
+                          help="the figure of the context-bench results written to --out: figure.png, figure.html (a "
+                               "self-contained page, inline SVG) or both (default); needs matplotlib: pip install "
+                               "'contextembed[plot]'")
     evaluate.set_defaults(func=evaluate_command)
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
     from contextembed.evaluation.datasets import resolve_datasets
-    from contextembed.evaluation.run import evaluate_datasets, write_results
+    from contextembed.evaluation.run import distance_setup, evaluate_datasets, write_results
     from contextembed.stores import redact
 
     datasets = resolve_datasets(args.data, args.format)  # a mistyped folder fails before the model loads
@@ -71,8 +77,33 @@ def evaluate_command(args: argparse.Namespace) -> int:
     payload = {"datasets": {n: str(p) for n, (p, _) in datasets.items()},
                "store": redact(args.store) if args.store else None, "ann": args.ann,
                "formats": {n: f for n, (_, f) in datasets.items()}, "precision": args.precision,
-               "local_mix": args.local_mix, "model": args.model or "default", "results": results}
+               "local_mix": args.local_mix, "model": args.model or "default",
+               "distance": distance_setup(model) if any(f == "context-bench" for _, f in datasets.values()) else None,
+               "results": results}
     json_file, md_file = write_results(args.out, payload, header + table)
     print(header + table)
     print(f"\nwrote {json_file} and {md_file}")
+    if args.figure != "none":
+        write_figure(args, payload, header + table)
     return 0
+
+
+def write_figure(args: argparse.Namespace, payload: dict, markdown: str) -> None:
+    """The figure of the context-bench results, or one line saying why there is none."""
+    from contextembed.evaluation import figure
+
+    data = figure.figure_data(payload["results"])
+    if not data:
+        print("no figure: only context-bench results are drawn", file=sys.stderr)
+        return
+    if not figure.figure_available():
+        print(f"no figure: matplotlib is not installed; to get one: {figure.INSTALL_HINT}", file=sys.stderr)
+        return
+    formats = figure.FIGURE_FORMATS if args.figure == "both" else (args.figure,)
+    notes = markdown
+    if payload["distance"]:
+        notes += (f"\n\nDistance: {payload['distance']['unit']}; max_seq_length "
+                  f"{payload['distance']['max_seq_length']}, window_head_tokens "
+                  f"{payload['distance']['window_head_tokens']}.")
+    written = figure.write_figure(args.out, data, formats, title=markdown.split("\n", 1)[0], notes=notes)
+    print(f"wrote {' and '.join(str(path) for path in written)}")

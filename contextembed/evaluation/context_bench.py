@@ -44,7 +44,7 @@ Document@1 or Answer@1, so the report says how many figures rest on the rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -356,6 +356,26 @@ def aggregate(records: Sequence[dict[str, float]]) -> dict[str, float]:
     return means
 
 
+def breakdown(records: Sequence[dict[str, float]], labels: Sequence[str | None],
+              order: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    """`aggregate` of the queries of each label (a query's label is `labels[i]`; `None` leaves it out): every label
+    of `order` in that order (one no query has as `{"queries": 0, ...}`), else the labels present, sorted.
+
+    >>> by_label = breakdown([{"Answer@1": 1.0}, {"Answer@1": 0.0}, {"Answer@1": 1.0}], ["near", "far", None],
+    ...                      order=["near", "far", "beyond"])
+    >>> {label: (values.get("Answer@1"), values["queries"]) for label, values in by_label.items()}
+    {'near': (1.0, 1), 'far': (0.0, 1), 'beyond': (None, 0)}
+    """
+    if len(labels) != len(records):
+        raise ValueError(f"labels must have one entry per query ({len(records)}), got {len(labels)}")
+    present = {label for label in labels if label is not None}
+    unknown = present - set(order) if order is not None else set()
+    if unknown:
+        raise ValueError(f"labels must be among {list(order)}, got {sorted(unknown)}")
+    return {label: aggregate([r for r, own in zip(records, labels) if own == label])
+            for label in (order if order is not None else sorted(present))}
+
+
 def run_context_bench(
     model,
     documents: Sequence[ContextDocument],
@@ -368,6 +388,7 @@ def run_context_bench(
     precision: str = "float32",
     titles: Sequence[str] | None = None,
     local_mix: float = 0.0,
+    groupings: Mapping[str, tuple[Sequence[str | None], Sequence[str]]] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Embed the corpus three ways and score the queries (in `precision`: `float32` or the checkpoint's `int8`),
     with Copy@1 wherever an answer sentence has word-for-word copies in other documents.
@@ -378,11 +399,15 @@ def run_context_bench(
     - `independent`: each sentence embedded alone (the answer/evidence baseline);
     - `whole-document`: one vector per document (the Document@K baseline).
 
-    Returns `{mode: {metric: value}}`, plus a `by_capability` entry per mode when queries carry one.
+    Returns `{mode: {metric: value}}`, plus a `by_capability` entry per mode when queries carry one, and for each
+    `{name: (labels, order)}` of `groupings` (a label per query, as `breakdown` takes them) a `name` entry per mode.
     """
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"modes must be among {MODES}, got {mode!r}")
+    for name, (labels, _) in (groupings or {}).items():  # checked before the corpus is embedded
+        if len(labels) != len(queries):
+            raise ValueError(f"groupings[{name!r}] must have one label per query ({len(queries)}), got {len(labels)}")
     doc_names = [d.id for d in documents]
     row_doc = np.repeat(np.arange(len(documents)), [len(d.sentences) for d in documents])
     row_ids = [sentence_id(d.id, i) for d in documents for i in range(len(d.sentences))]
@@ -415,4 +440,6 @@ def run_context_bench(
             results[mode]["by_capability"] = {
                 cap: aggregate([r for r, q in zip(records, queries) if q.capability == cap]) for cap in capabilities
             }
+        for name, (labels, order) in (groupings or {}).items():
+            results[mode][name] = breakdown(records, labels, order)
     return results

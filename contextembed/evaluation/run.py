@@ -6,11 +6,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from contextembed.evaluation import loaders, protocols, report
+from contextembed.evaluation import distance, loaders, protocols, report
 from contextembed.evaluation.context_bench import run_context_bench
+
+logger = logging.getLogger(__name__)
 
 
 def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Sequence[int] = (1, 10),
@@ -20,9 +23,9 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
     """Score `model` on each `{name: (folder, layout)}`; returns the results by dataset and their Markdown tables.
 
     context-bench folders run late chunking vs each sentence alone vs one vector per document at `ks` and
-    `precision` (late chunking with `encode_documents`' `local_mix`); ConTEB folders the ConTEB protocol; BEIR
-    folders the Q2D-Web protocol (truncated to `max_tokens`, documents split by `chunker` when given; also retrieved
-    through `store`, exact or by its ANN index with `ann`).
+    `precision` (late chunking with `encode_documents`' `local_mix`), with `by_capability` and `by_distance`
+    breakdowns; ConTEB folders the ConTEB protocol; BEIR folders the Q2D-Web protocol (truncated to `max_tokens`,
+    documents split by `chunker` when given; also retrieved through `store`, exact or by its ANN index with `ann`).
     """
     if store is not None and any(layout != "beir" for _, layout in datasets.values()):
         raise ValueError("retrieval through a store is measured on first-stage (BEIR/Q2D layout) datasets: "
@@ -35,8 +38,9 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
     for name, (folder, layout) in datasets.items():
         if layout == "context-bench":
             documents, queries = loaders.load_context_bench(folder)
+            groupings = distance_groupings(model, documents, queries)
             results[name] = run_context_bench(model, documents, queries, ks=ks, precision=precision,
-                                              local_mix=local_mix, **options)
+                                              local_mix=local_mix, groupings=groupings, **options)
             copies = ["Copy@1"] if any("Copy@1" in r for r in results[name].values()) else []
             columns = [f"{m}@{k}" for m in ("Document", "Answer", "EvidenceRecall", "AllEvidence") for k in ks]
             table = (report.context_bench_table(results[name], columns + copies) + "\n\n"
@@ -62,6 +66,28 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
             table = report.q2d_table(results[name])
         tables.append(f"#### {name}\n\n{table}")
     return results, "\n\n".join(tables)
+
+
+def distance_setup(model) -> dict | None:
+    """How `by_distance` is measured for `model`: its window and window head, the unit, the buckets; None for a
+    model without a `ContextEmbedProcessor` (no tokens to count)."""
+    if getattr(model, "processor", None) is None:
+        return None
+    window, head = model.config.max_seq_length, getattr(model.config, "window_head_tokens", 0) or 0
+    return {"unit": "tokens of the model's tokenizer strictly between the answer sentence and its nearest evidence "
+                    "sentence in the document as the model reads it (chunk separators included)",
+            "max_seq_length": window, "window_head_tokens": head, "buckets": distance.distance_buckets(window, head)}
+
+
+def distance_groupings(model, documents, queries) -> dict:
+    """`run_context_bench`'s `groupings` for the `by_distance` breakdown; empty when `distance_setup` is None."""
+    setup = distance_setup(model)
+    if setup is None:
+        logger.info("by_distance left out: the model has no ContextEmbedProcessor to count tokens with")
+        return {}
+    labels = distance.distance_labels(documents, queries, model.processor, setup["max_seq_length"],
+                                      setup["window_head_tokens"])
+    return {"by_distance": (labels, setup["buckets"])}
 
 
 def write_results(out: str | Path, payload: dict, markdown: str) -> tuple[Path, Path]:

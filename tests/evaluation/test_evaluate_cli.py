@@ -51,6 +51,12 @@ def test_evaluate_a_given_folder(default_model_cache, tmp_path, capsys):
     (recipes / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
     out = tmp_path / "out"
     assert main(["evaluate", str(recipes), "--k", "5", "--no-progress", "--out", str(out)]) == 0
-    results = json.loads((out / "results.json").read_text())["results"]
+    payload = json.loads((out / "results.json").read_text())
+    results = payload["results"]
     assert set(results) == {"recipes"} and "Answer@5" in results["recipes"]["contextual"]
     assert results["recipes"]["contextual"]["queries"] == len(queries) > 0
+    # the breakdowns and the figure, with the default model's own tokenizer and window
+    by_distance = results["recipes"]["contextual"]["by_distance"]
+    assert payload["distance"]["max_seq_length"] == 512 and list(by_distance) == payload["distance"]["buckets"]
+    assert sum(bucket["queries"] for bucket in by_distance.values()) == len(queries)
+    assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "figure.html").is_file()
