@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import AutoModel, PreTrainedTokenizerFast, Qwen3Config, Qwen3Model
+from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3Model
 
 import contextembed
 from contextembed.cli import main

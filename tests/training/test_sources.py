@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from contextembed.evaluation.datasets import SHIPPED_LAYOUTS, shipped_dataset
+from contextembed.evaluation.datasets import shipped_dataset
 from contextembed.evaluation.loaders import load_context_bench
 from contextembed.training.data import family_batches, read_documents, write_documents
 from contextembed.training.families import GENERATORS, family_documents
