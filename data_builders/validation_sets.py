@@ -1,8 +1,10 @@
-"""Turn the validation split of a training file into `contextembed evaluate` sets, one per source, for tuning.
+"""Turn documents in the training file's format into `contextembed evaluate` sets, one per source, for tuning.
 
-    python data_builders/training_data.py data.jsonl --python-docs ...   # also writes data.validation.jsonl
-    python data_builders/validation_sets.py data.validation.jsonl validation/
-    contextembed evaluate validation/pydocs --model runs/default-model/checkpoint
+`training_data.py` writes its validation sets with `write_set` (one folder per set under `--validation`); any other
+file of training documents becomes sets by source with
+
+    python data_builders/validation_sets.py documents.jsonl sets/
+    contextembed evaluate sets/pydocs --model runs/default/one-pass-mix/checkpoint
 
 The shipped evaluation sets are for reporting; choices of a run (weights, data, steps) are to be made on these.
 Each validation document becomes a context-bench document of its sentences; each of its queries is a query
@@ -69,7 +71,7 @@ def write_sets(validation: Path, output: Path) -> dict[str, Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("validation", type=Path, help="the .validation.jsonl written by build_training_data.py")
+    parser.add_argument("validation", type=Path, help="training documents (JSON lines, the training file's format)")
     parser.add_argument("output", type=Path, help="folder to write one context-bench set per source into")
     args = parser.parse_args()
     write_sets(args.validation, args.output)
