@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 
+from contextembed.batching import token_budget_batches
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
 from contextembed.mixing import check_local_mix, mix_alone
 from contextembed.modeling import (
@@ -27,9 +28,8 @@ from contextembed.modeling import (
     Precision,
     check_output_dim,
     is_integer,
-    token_budget_batches,
 )
-from contextembed.quantization import PRECISIONS, quantize
+from contextembed.quantization import PRECISIONS, codes_raw_vectors, quantize
 
 if TYPE_CHECKING:
     from contextembed.backends.runtime import Backend
@@ -209,9 +209,10 @@ class ContextEmbedder:
         _check_options(batch_size, max_tokens_per_batch, precision, normalize)
         if local_mix and not normalize:
             raise ValueError("local_mix mixes unit vectors: keep normalize=True")
-        if local_mix and precision != "float32" and self.config.int8_scheme == "tanh":
-            raise ValueError("local_mix mixes unit vectors, and this checkpoint's int8 scheme ('tanh') codes raw "
-                             "vectors: use precision='float32' and code the mixed vectors yourself")
+        if local_mix and precision != "float32" and codes_raw_vectors(self.config.int8_scheme):
+            raise ValueError(f"local_mix mixes unit vectors, and this checkpoint's int8 scheme "
+                             f"({self.config.int8_scheme!r}) codes raw vectors: use precision='float32' and code the "
+                             "mixed vectors yourself")
         options = {"batch_size": batch_size, "max_tokens_per_batch": max_tokens_per_batch,
                    "show_progress_bar": show_progress_bar, "output_dim": output_dim, "normalize": normalize,
                    "long_documents": long_documents, "empty_chunks": empty_chunks}
@@ -301,8 +302,8 @@ class ContextEmbedder:
         results: list[np.ndarray | None] = [None] * len(rows)
         progress = _progress(batches, show_progress_bar, unit)
         scheme = self.config.int8_scheme
-        if precision in ("int8", "uint8") and scheme == "tanh":
-            normalize = False  # the tanh scheme codes the raw chunk vector
+        if precision in ("int8", "uint8") and codes_raw_vectors(scheme):
+            normalize = False  # pplx-embed's schemes code the unnormalised chunk vector
         with torch.inference_mode():
             for batch_indices in progress:
                 features = self.processor.pad([rows[i] for i in batch_indices])

@@ -151,18 +151,6 @@ def test_a_run_resumes_from_its_last_checkpoint(built, tmp_path):
     assert steps[0] == 5 and steps[-1] == 30  # the resumed run's state carries the first run's log
 
 
-def test_a_run_trains_and_saves_with_its_document_mix(built, tmp_path):
-    from contextembed.modeling import ContextEmbedConfig
-
-    config = TrainConfig(max_steps=4, batch_size=8, lora_rank=4, save_steps=2, soup_size=2, logging_steps=2,
-                         bf16=False, chunking_weights={"sentences": 1.0}, document_mix=0.2)
-    assert ContextEmbedConfig.from_pretrained(built["bert"][0]).document_mix == 0.0
-    documents, _, _ = tiny_family()
-    write_documents(tmp_path / "data.jsonl", documents)
-    checkpoint = train(built["bert"][0], tmp_path / "data.jsonl", tmp_path / "run", config)
-    assert ContextEmbedConfig.from_pretrained(checkpoint).document_mix == 0.2
-
-
 def test_the_keep_loss_compares_with_the_starting_model(built):
     """L_keep's reference is the checkpoint as built, however far training has moved the adapters and the
     separator row; with L_keep on, the batch carries whole-document inputs and the loss part is reported."""
