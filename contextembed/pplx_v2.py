@@ -51,7 +51,8 @@ FIELD_DEFAULTS = {"query_prefix": "[Q] ", "document_prefix": "[D] ", "boundary_m
                   "document_length": 32768}
 LAYER_TYPES = {"linear_attention", "full_attention"}
 # Opening tokens carried into every window of a document longer than `document_length` (contextembed's extension;
-# not tuned: the model never saw windows, and a document's title, parties and dates usually fit in them).
+# not tuned: the model never saw windows, and a document's title, parties and dates usually fit in them), at most an
+# eighth of a window.
 WINDOW_HEAD_TOKENS = 512
 
 
@@ -96,7 +97,7 @@ def convert_pplx_v2(
         matryoshka_dims=sorted({embedding_dim // 2, embedding_dim}) if embedding_dim % 2 == 0 else None,
         head_activation="tanh",
         max_seq_length=fields["document_length"],
-        window_head_tokens=WINDOW_HEAD_TOKENS,
+        window_head_tokens=min(WINDOW_HEAD_TOKENS, fields["document_length"] // 8),
         bidirectional=not getattr(text_config, "is_causal", False),
         default_precision="int8",
         int8_scheme="bounded",
