@@ -199,6 +199,13 @@ class TestEveryPathGivesTheSameVectors:
             for vectors, expected in zip(got, encoder.encode_documents(DOCUMENTS)):
                 np.testing.assert_allclose(vectors.numpy(), expected, atol=1e-6, err_msg=name)
 
+    def test_export_refuses_the_backbone_before_tracing(self, converted):
+        from contextembed.backends import export
+
+        with pytest.raises(ValueError, match="qwen3_5_text backbone, which export does not support"):
+            export(converted, "onnx")
+        assert not (converted / "onnx").exists()
+
     def test_the_cli_converts(self, source, tmp_path, capsys):
         assert main(["convert", str(source), str(tmp_path / "out")]) == 0
         assert "separator <|chunk_sep|>, head tanh" in capsys.readouterr().out
