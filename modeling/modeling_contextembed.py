@@ -438,7 +438,11 @@ def index_slices(batch: int, seq_len: int, hidden: int, limit: int = MAX_INDEX_E
 
 
 def chunk_sums_and_counts(
-    hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_chunks: int, *, max_index_elements: int = MAX_INDEX_ELEMENTS
+    hidden_states: torch.Tensor,
+    chunk_ids: torch.Tensor,
+    num_chunks: int,
+    *,
+    max_index_elements: int = MAX_INDEX_ELEMENTS,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sum and count each chunk's token states, in fp32, with shapes fixed by `num_chunks`.
 
