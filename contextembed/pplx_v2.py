@@ -121,7 +121,15 @@ def convert_pplx_v2(
 
 def retrieval_fields(raw: dict, source: Path) -> dict:
     """The prefixes, the marker and `document_length` from config.json, each checked; a missing one takes the
-    remote class's default (logged)."""
+    remote class's default (logged).
+
+    >>> retrieval_fields({"document_length": 262144, "embedding_dim": 2048}, Path("pplx"))
+    {'query_prefix': '[Q] ', 'document_prefix': '[D] ', 'boundary_marker': '<|chunk_sep|>', 'document_length': 262144}
+    >>> retrieval_fields({"document_length": "long"}, Path("pplx"))
+    Traceback (most recent call last):
+    ...
+    ValueError: the config.json of pplx has document_length='long': expected a positive integer
+    """
     fields = {}
     for name, default in FIELD_DEFAULTS.items():
         if name not in raw:
