@@ -1,15 +1,26 @@
-"""Long-document encoding on a GPU: a random Qwen3-class backbone in bf16, 32,768-token documents in one pass.
+"""Long-document encoding on a GPU: random-weight models in bf16, whole documents in one pass.
 
-Builds a Qwen3-0.6B-shaped backbone with random weights (no download), wraps it as `ContextEmbedModel`
-(bidirectional, 2048-d fp32 projection, Matryoshka 1024/2048 — the reference configuration), and encodes
-documents of `--tokens` tokens (chunks of 64 tokens) one per forward pass, with sdpa and, when the
-`flash_attn` package is installed, flash_attention_2. Prints tokens/s and model FLOP utilisation (MFU) against
-the card's dense bf16 peak (`--peak-tflops`, 989 for an H200 SXM).
+Two models, both built with random weights (no download):
 
-    python bench/gpu.py                      # on a CUDA machine
-    python bench/gpu.py --tiny               # reduced size on the CPU (what CI can run)
+- `--model qwen3` (default): a Qwen3-0.6B-shaped backbone wrapped as `ContextEmbedModel` (bidirectional, 2048-d
+  fp32 projection, Matryoshka 1024/2048 — the reference configuration); documents of `--tokens` tokens (chunks of 64
+  tokens) one per forward pass. Prints tokens/s and model FLOP utilisation (MFU) against the card's dense bf16 peak
+  (`--peak-tflops`, 989 for an H200 SXM).
+- `--model pplx-v2-0.6b`: pplx-embed-v2-context as `contextembed convert` builds it (stock Qwen3.5 text backbone,
+  Gated-DeltaNet and bidirectional full-attention layers, fp32 projection, tanh head) at the 0.6b geometry the
+  public facts suggest (`PPLX_V2_06B`; inferred, see docs/pplx-v2.md), at 8,192 and 32,768 tokens per document by
+  default. For each length: tokens/s and peak GPU memory of the whole model (backbone, pooling, head) against a plain
+  forward of the same backbone, run side by side; first a check that every attention implementation keeps the
+  full-attention layers bidirectional, and which Gated-DeltaNet kernels ran (flash-linear-attention and
+  causal-conv1d when installed, transformers' pure-torch path otherwise).
 
-Last line: tokens/s of the best attention implementation.
+Both use sdpa and, when the `flash_attn` package is installed, flash_attention_2.
+
+    python bench/gpu.py                                     # on a CUDA machine
+    python bench/gpu.py --model pplx-v2-0.6b                # 8k and 32k tokens per document
+    python bench/gpu.py --tiny [--model pplx-v2-0.6b]       # reduced size on the CPU (what CI can run)
+
+Last line: tokens/s of the best attention implementation (the whole model, at the longest length).
 """
 
 from __future__ import annotations
@@ -21,12 +32,25 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import Qwen3Config
+from transformers import Qwen3_5TextConfig, Qwen3Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_result  # noqa: E402
+from _common import interleaved, write_result  # noqa: E402
 
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel  # noqa: E402
+
+MODELS = ("qwen3", "pplx-v2-0.6b")
+# pplx-embed-v2-context-0.6b's geometry, inferred (shared/notes/pplx-v2-context.md): 12 layers at hidden 1024, 6
+# Gated-DeltaNet and 6 full attention (the sibling v2-late-0.6b's 150 layer tensors), vocabulary 248,320, 1024-d
+# output; the head and MLP sizes are Qwen3.5's small-model ratios, chosen so that the text model has ~0.5B parameters.
+PPLX_V2_06B = dict(vocab_size=248320, hidden_size=1024, intermediate_size=3584, num_hidden_layers=12,
+                   num_attention_heads=8, num_key_value_heads=2, head_dim=256, linear_num_key_heads=16,
+                   linear_num_value_heads=16, linear_key_head_dim=128, linear_value_head_dim=128,
+                   layer_types=["linear_attention", "full_attention"] * 6)
+PPLX_V2_TINY = dict(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+                    num_key_value_heads=2, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                    linear_key_head_dim=16, linear_value_head_dim=16,
+                    layer_types=["linear_attention", "full_attention"] * 2)
 
 
 def backbone_config(tiny: bool) -> Qwen3Config:
@@ -35,6 +59,16 @@ def backbone_config(tiny: bool) -> Qwen3Config:
                            num_key_value_heads=2, head_dim=16, intermediate_size=128, max_position_embeddings=32768)
     return Qwen3Config(vocab_size=151936, hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
                        num_key_value_heads=8, head_dim=128, intermediate_size=3072, max_position_embeddings=32768)
+
+
+def pplx_v2_config(tiny: bool) -> ContextEmbedConfig:
+    """The configuration `contextembed convert` writes for a pplx-embed-v2-context folder, at `PPLX_V2_06B`."""
+    geometry = PPLX_V2_TINY if tiny else PPLX_V2_06B
+    text = Qwen3_5TextConfig(**geometry, max_position_embeddings=262144, use_cache=False)
+    dim = geometry["hidden_size"]
+    return ContextEmbedConfig(text_config=text, chunk_token_id=3, embedding_dim=dim, matryoshka_dims=[dim // 2, dim],
+                              head_activation="tanh", int8_scheme="bounded", default_precision="int8",
+                              max_seq_length=262144, query_prefix="[Q] ", document_prefix="[D] ")
 
 
 def flops_per_token(config: Qwen3Config, tokens: int) -> float:
@@ -46,34 +80,100 @@ def flops_per_token(config: Qwen3Config, tokens: int) -> float:
     return layers * (per_layer + attention)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", action="store_true", help="small model and 2k tokens, runs on the CPU")
-    parser.add_argument("--tokens", type=int, help="tokens per document (default 32768, tiny 2048)")
-    parser.add_argument("--docs", type=int, default=4, help="documents to time (after one warm-up)")
-    parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the device")
-    args = parser.parse_args()
-    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    if not args.tiny and device == "cpu":
-        print("no CUDA device: run with --tiny for the CPU-sized check", file=sys.stderr)
-        return 2
-    tokens = args.tokens or (2048 if args.tiny else 32768)
-    dtype = torch.float32 if device == "cpu" else torch.bfloat16
-    implementations = ["sdpa"] + (["flash_attention_2"] if device == "cuda" and importlib.util.find_spec("flash_attn")
-                                  else [])
-    torch.manual_seed(0)
-    lines, best = [], 0.0
-    results = {}
+def document(tokens: int, vocab_size: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random ids (1, T) and chunk ids (1, T): chunks of 64 tokens after two unpooled prefix tokens (like `[D] `)."""
+    ids = torch.randint(10, vocab_size, (1, tokens), device=device)
+    chunk_ids = (torch.arange(tokens, device=device) - 2).div(64, rounding_mode="floor").unsqueeze(0)
+    chunk_ids[:, :2] = -1
+    return ids, chunk_ids
+
+
+def gdn_kernels() -> str:
+    """Which Gated-DeltaNet kernels transformers uses on CUDA: the packages' when installed, else pure torch."""
+    found = [name for name, module in (("flash-linear-attention", "fla"), ("causal-conv1d", "causal_conv1d"))
+             if importlib.util.find_spec(module)]
+    return ", ".join(found) if found else "pure torch (neither flash-linear-attention nor causal-conv1d installed)"
+
+
+def is_bidirectional(model: ContextEmbedModel, device: str) -> bool:
+    """Whether a token's final state changes when a later token changes (only full attention carries it back)."""
+    ids = torch.randint(10, model.config.text_config.vocab_size, (1, 96), device=device)
+    edited = ids.clone()
+    edited[0, 90] = 5
+    with torch.inference_mode():
+        a, b = (model.backbone(input_ids=x).last_hidden_state[0, :32].float() for x in (ids, edited))
+    return bool((a - b).abs().max() > 0)
+
+
+def peak_gib(run, device: str) -> float | None:
+    """Peak GPU memory of one call, GiB (None on the CPU)."""
+    if device != "cuda":
+        run()
+        return None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    run()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() / 2**30
+
+
+def run_pplx_v2(args, device: str, dtype: torch.dtype, implementations: list[str]) -> tuple[list[str], dict, float]:
+    lengths = args.tokens or ([256, 1024] if args.tiny else [8192, 32768])
+    config = pplx_v2_config(args.tiny)
+    lines, results, best = [], {"gdn_kernels": gdn_kernels(), "lengths": lengths}, 0.0
     for implementation in implementations:
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = ContextEmbedModel._from_config(config, attn_implementation=implementation)
+        model.backbone.to(dtype)  # the projection stays fp32, as a converted checkpoint loads it
+        model.eval()
+        assert model.projection.weight.dtype == torch.float32
+        bidirectional = is_bidirectional(model, device)
+        params = sum(p.numel() for p in model.backbone.parameters())
+        for tokens in lengths:
+            ids, chunk_ids = document(tokens, config.text_config.vocab_size, device)
+
+            def whole():
+                out = model(input_ids=ids, chunk_ids=chunk_ids)
+                assert out.chunk_embeddings.dtype == torch.float32
+                if device == "cuda":
+                    torch.cuda.synchronize()
+
+            def plain():
+                model.backbone(input_ids=ids)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+
+            with torch.inference_mode():
+                seconds = interleaved({"model": whole, "backbone": plain}, repeats=args.docs)
+                memory = {"model": peak_gib(whole, device), "backbone": peak_gib(plain, device)}
+            rate = {name: tokens / s for name, s in seconds.items()}
+            results[f"{implementation}/{tokens}"] = {"tokens_per_s": rate, "peak_gib": memory,
+                                                     "bidirectional": bidirectional}
+            gib = (f"{memory['model']:.2f} | {memory['backbone']:.2f} |" if memory["model"] is not None
+                   else "n/a (CPU) | n/a |")
+            lines.append(f"| {implementation} | {params / 1e6:.0f}M | {tokens} | {rate['model']:,.0f} | "
+                         f"{rate['backbone']:,.0f} | {rate['model'] / rate['backbone']:.2f} | {gib} "
+                         f"{'yes' if bidirectional else 'NO'} |")
+            best = max(best, rate["model"]) if tokens == lengths[-1] else best
+        del model
+    header = [f"GDN kernels: {results['gdn_kernels']}.", "",
+              "| attention | backbone params | tokens/doc | model tokens/s | backbone tokens/s | ratio | "
+              "model peak GiB | backbone peak GiB | bidirectional |", "|---|---|---|---|---|---|---|---|---|"]
+    return header + lines, results, best
+
+
+def run_qwen3(args, device: str, dtype: torch.dtype, implementations: list[str]) -> tuple[list[str], dict, float]:
+    tokens = (args.tokens or [2048 if args.tiny else 32768])[-1]
+    lines, results, best = [], {}, 0.0
+    for implementation in implementations:
+        torch.manual_seed(0)
         text_config = backbone_config(args.tiny)
         config = ContextEmbedConfig.reference(text_config, chunk_token_id=3)
         model = ContextEmbedModel._from_config(config, dtype=dtype, attn_implementation=implementation)
         model = model.to(device).eval()
         params = sum(p.numel() for p in model.backbone.parameters())
-        ids = torch.randint(10, text_config.vocab_size, (1, tokens), device=device)
-        chunk_ids = torch.arange(tokens, device=device).div(64, rounding_mode="floor").unsqueeze(0)
-        chunk_ids[:, 0] = -1
-        chunk_ids[:, -1] = -1
+        ids, chunk_ids = document(tokens, text_config.vocab_size, device)
         with torch.inference_mode():
             out = model(input_ids=ids, chunk_ids=chunk_ids)  # warm-up
             assert out.chunk_embeddings.dtype == torch.float32 and out.chunk_embeddings.shape[-1] == 2048
@@ -95,13 +195,36 @@ def main() -> int:
                      + (f"{mfu:.1%} | {memory:.1f} |" if mfu is not None else "n/a (CPU) | n/a |"))
         best = max(best, rate)
         del model
+    header = ["| attention | backbone params | tokens/doc | tokens/s | TFLOP/s | MFU | peak GiB |",
+              "|---|---|---|---|---|---|---|"]
+    return header + lines, results, best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=MODELS, default="qwen3", help="qwen3 (default) or pplx-v2-0.6b")
+    parser.add_argument("--tiny", action="store_true", help="small model and short documents, runs on the CPU")
+    parser.add_argument("--tokens", type=int, nargs="+",
+                        help="tokens per document (qwen3: 32768, tiny 2048; pplx-v2-0.6b: 8192 32768, tiny 256 1024)")
+    parser.add_argument("--docs", type=int, default=4, help="timed passes per length (after one warm-up)")
+    parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the device")
+    args = parser.parse_args()
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    if not args.tiny and device == "cpu":
+        print("no CUDA device: run with --tiny for the CPU-sized check", file=sys.stderr)
+        return 2
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    implementations = ["sdpa"] + (["flash_attention_2"] if device == "cuda" and importlib.util.find_spec("flash_attn")
+                                  else [])
+    run = run_pplx_v2 if args.model == "pplx-v2-0.6b" else run_qwen3
+    lines, results, best = run(args, device, dtype, implementations)
     device_name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
-    table = [f"Device: {device_name}; {args.docs} documents of {tokens} tokens, one pass each, {dtype}.", "",
-             "| attention | backbone params | tokens/doc | tokens/s | TFLOP/s | MFU | peak GiB |",
-             "|---|---|---|---|---|---|---|", *lines]
+    table = [f"Device: {device_name}; model {args.model}; {args.docs} passes per length, one document each, "
+             f"{dtype}.", "", *lines]
     print("\n".join(table))
-    name = "gpu_tiny_cpu" if args.tiny else "gpu"
-    write_result(name, "python bench/gpu.py" + (" --tiny" if args.tiny else ""), table, results)
+    name = "gpu" + ("_pplx_v2" if args.model == "pplx-v2-0.6b" else "") + ("_tiny_cpu" if args.tiny else "")
+    command = " ".join(["python bench/gpu.py", *sys.argv[1:]])
+    write_result(name, command, table, results)
     print(f"tokens per second (best attention): {best:,.0f}")
     return 0
 

@@ -141,7 +141,9 @@ def save_checkpoint(
     model.config.text_config._name_or_path = ""
     model.save_pretrained(output_dir)
     processor.save_pretrained(output_dir)
-    write_sentence_transformers_files(output_dir, model.config)
+    # pplx-embed-v2-context's own `encode` embeds documents: a plain ST `encode` does too (queries: `encode_query`).
+    default_prompt = "document" if getattr(processor, "input_layout", None) == "pplx-v2" else None
+    write_sentence_transformers_files(output_dir, model.config, default_prompt_name=default_prompt)
     (output_dir / "README.md").write_text(render_model_card(model.config, processor, **(card or {})), encoding="utf-8")
     make_readable(output_dir)
     return output_dir
@@ -156,8 +158,9 @@ def make_readable(folder: Path) -> None:
         path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
 
 
-def write_sentence_transformers_files(output_dir: Path, config) -> None:
-    """`modules.json`, `sentence_bert_config.json`, the Pooling and Normalize folders and the ST config."""
+def write_sentence_transformers_files(output_dir: Path, config, default_prompt_name: str | None = None) -> None:
+    """`modules.json`, `sentence_bert_config.json`, the Pooling and Normalize folders and the ST config (whose
+    `default_prompt_name` is the prompt a plain `encode` uses)."""
     dim = config.output_dim or config.full_dim
     _write_json(output_dir / "modules.json", ST_MODULES)
     _write_json(output_dir / "sentence_bert_config.json", SENTENCE_BERT_CONFIG)
@@ -173,7 +176,7 @@ def write_sentence_transformers_files(output_dir: Path, config) -> None:
         {
             "model_type": "SentenceTransformer",
             "prompts": {"query": config.query_prefix, "document": config.document_prefix},
-            "default_prompt_name": None,
+            "default_prompt_name": default_prompt_name,
             "similarity_fn_name": "cosine",
             "requirements": st_requirements(),
         },

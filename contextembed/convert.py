@@ -45,6 +45,16 @@ def is_pplx_checkpoint(path: str | Path) -> bool:
     return config.is_file() and read_json_file(config).get("model_type") in PPLX_MODEL_TYPES
 
 
+def source_converter(path: str | Path):
+    """The function that converts the Perplexity folder at `path` (`convert_pplx` for pplx-embed-context-v1,
+    `convert_pplx_v2` for pplx-embed-v2-context), or `None` for anything else."""
+    from contextembed.pplx_v2 import convert_pplx_v2, is_pplx_v2_checkpoint
+
+    if is_pplx_checkpoint(path):
+        return convert_pplx
+    return convert_pplx_v2 if is_pplx_v2_checkpoint(path) else None
+
+
 def convert_pplx(
     source: str | Path, output_dir: str | Path | None = None, *, source_id: str | None = None,
     overwrite: bool = False,

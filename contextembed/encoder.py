@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 
+from contextembed.batching import token_budget_batches
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
 from contextembed.mixing import check_local_mix, mix_alone
 from contextembed.modeling import (
@@ -27,9 +28,8 @@ from contextembed.modeling import (
     Precision,
     check_output_dim,
     is_integer,
-    token_budget_batches,
 )
-from contextembed.quantization import PRECISIONS, quantize
+from contextembed.quantization import PRECISIONS, codes_raw_vectors, quantize
 
 if TYPE_CHECKING:
     from contextembed.backends.runtime import Backend
@@ -88,14 +88,14 @@ class ContextEmbedder:
         the process's own, `torch.set_num_threads`).
         """
         from contextembed.checkpoint import check_checkpoint_files
-        from contextembed.convert import convert_pplx, is_pplx_checkpoint
+        from contextembed.convert import convert_pplx, source_converter
         from contextembed.hub import resolve_checkpoint
 
         weights_dtype = resolve_dtype(dtype, device)  # a bad dtype is named before any download
         path = resolve_checkpoint(path_or_id, revision=revision, token=token, cache_dir=cache_dir,
                                   local_files_only=local_files_only)
-        pplx = backend == "torch" and is_pplx_checkpoint(path)  # Perplexity's layout, converted in memory
-        if not pplx:  # (convert_pplx checks its own files)
+        convert = source_converter(path) if backend == "torch" else None  # Perplexity's layouts, in memory
+        if convert is None:  # (the converters check their own files)
             # Every file named by its problem, before transformers reads it (its errors name neither, and its
             # advice for a pickle is weights_only=False).
             check_checkpoint_files(path, weights=backend == "torch")
@@ -114,11 +114,14 @@ class ContextEmbedder:
         if num_threads is not None:
             raise ValueError("num_threads sets ONNX Runtime's or OpenVINO's threads: torch's are the process's, "
                              "set with torch.set_num_threads")
-        if pplx:  # `contextembed convert` saves the same conversion as a checkpoint
+        if convert is not None:  # `contextembed convert` saves the same conversion as a checkpoint
             if attn_implementation is not None:
                 raise ValueError("attn_implementation cannot be set when a pplx checkpoint is converted on load")
-            model, processor = convert_pplx(path)
-            return cls(model.to(weights_dtype), processor, device=device)
+            if convert is convert_pplx:  # pplx-embed-context-v1 has no projection to keep in fp32
+                model, processor = convert_pplx(path)
+                return cls(model.to(weights_dtype), processor, device=device)
+            model, processor = convert(path, dtype=weights_dtype)  # its fp32 projection stays fp32
+            return cls(model, processor, device=device)
         kwargs = {"dtype": weights_dtype}
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
@@ -158,7 +161,7 @@ class ContextEmbedder:
         precision: Precision = "float32",
         normalize: bool = True,
         long_documents: LongDocuments = "window",
-        empty_chunks: EmptyChunks = "error",
+        empty_chunks: EmptyChunks | None = None,
         local_mix: float | None = None,
     ) -> list[np.ndarray] | list[ChunkedEmbeddings]:
         """Embed every chunk of every document with the whole document in view.
@@ -178,8 +181,9 @@ class ContextEmbedder:
             precision: one of `PRECISIONS`; int8/uint8/binary/ubinary use the checkpoint's fixed scheme.
             normalize: L2-normalise the vectors (required for the quantised precisions).
             long_documents: `"window"` (overlapping windows past the model's length) or `"error"`.
-            empty_chunks: a chunk with no tokens (empty or whitespace only) is an error (`"error"`, the default,
-                naming the document and chunk) or keeps an all-zero row (`"zero"`).
+            empty_chunks: a chunk with no tokens (empty or whitespace only) is an error (`"error"`, naming the
+                document and chunk) or keeps an all-zero row (`"zero"`); `None`: the checkpoint's processor's
+                setting (`"error"`, except for pplx-embed-v2-context, whose reference gives a zero vector).
             local_mix: w in [0, 1]: each chunk's vector becomes `normalize((1 - w) * contextual + w * alone)`, with
                 `alone` the chunk encoded by itself, so it keeps its own words beside its document (more of the
                 supporting context ranks near the answer). It costs a second, short pass over every chunk; 0 (the
@@ -209,9 +213,10 @@ class ContextEmbedder:
         _check_options(batch_size, max_tokens_per_batch, precision, normalize)
         if local_mix and not normalize:
             raise ValueError("local_mix mixes unit vectors: keep normalize=True")
-        if local_mix and precision != "float32" and self.config.int8_scheme == "tanh":
-            raise ValueError("local_mix mixes unit vectors, and this checkpoint's int8 scheme ('tanh') codes raw "
-                             "vectors: use precision='float32' and code the mixed vectors yourself")
+        if local_mix and precision != "float32" and codes_raw_vectors(self.config.int8_scheme):
+            raise ValueError(f"local_mix mixes unit vectors, and this checkpoint's int8 scheme "
+                             f"({self.config.int8_scheme!r}) codes raw vectors: use precision='float32' and code the "
+                             "mixed vectors yourself")
         options = {"batch_size": batch_size, "max_tokens_per_batch": max_tokens_per_batch,
                    "show_progress_bar": show_progress_bar, "output_dim": output_dim, "normalize": normalize,
                    "long_documents": long_documents, "empty_chunks": empty_chunks}
@@ -301,8 +306,8 @@ class ContextEmbedder:
         results: list[np.ndarray | None] = [None] * len(rows)
         progress = _progress(batches, show_progress_bar, unit)
         scheme = self.config.int8_scheme
-        if precision in ("int8", "uint8") and scheme == "tanh":
-            normalize = False  # the tanh scheme codes the raw chunk vector
+        if precision in ("int8", "uint8") and codes_raw_vectors(scheme):
+            normalize = False  # pplx-embed's schemes code the unnormalised chunk vector
         with torch.inference_mode():
             for batch_indices in progress:
                 features = self.processor.pad([rows[i] for i in batch_indices])

@@ -24,18 +24,31 @@ def int8_scale(dim: int, clip_sigmas: float = 5.0) -> float:
     return 127.0 * math.sqrt(dim) / clip_sigmas
 
 
+def codes_raw_vectors(scheme: Int8Scheme) -> bool:
+    """Whether a scheme's int8 codes are made from the model's unnormalised output (pplx-embed's schemes) rather
+    than from unit vectors.
+
+    >>> codes_raw_vectors("unit"), codes_raw_vectors("tanh"), codes_raw_vectors("bounded")
+    (False, True, True)
+    """
+    return scheme != "unit"
+
+
 def quantize(embeddings: np.ndarray, precision: Precision, clip_sigmas: float = 5.0,
              scheme: Int8Scheme = "unit") -> np.ndarray:
     """Code float vectors (..., d) at `precision`; the same vector always gets the same code.
 
     int8, `scheme="unit"` (unit vectors): `clip(round(x * 127 * sqrt(d) / clip_sigmas), -127, 127)`;
-    `scheme="tanh"` (unnormalised vectors, Perplexity's pplx-embed): `round(tanh(x) * 127)`; uint8: int8 plus 128.
+    `scheme="tanh"` (unnormalised vectors, pplx-embed-context-v1): `round(tanh(x) * 127)`; `scheme="bounded"` (a
+    tanh head's unnormalised output, in (-1, 1): pplx-embed-v2-context): `round(x * 127)`; uint8: int8 plus 128.
     ubinary: sign bits `x > 0` packed into d/8 uint8; binary: the same bytes minus 128, as int8.
 
     >>> x = np.array([[0.5, -0.5, 0.5, -0.5]], dtype=np.float32)
     >>> quantize(x, "int8", clip_sigmas=2.0).tolist()
     [[64, -64, 64, -64]]
     >>> quantize(np.array([[3.0, -0.5, 0.004, 0.0]]), "int8", scheme="tanh").tolist()
+    [[126, -59, 1, 0]]
+    >>> quantize(np.tanh(np.array([[3.0, -0.5, 0.004, 0.0]])), "int8", scheme="bounded").tolist()
     [[126, -59, 1, 0]]
     >>> quantize(x, "uint8", clip_sigmas=2.0).tolist()
     [[192, 64, 192, 64]]
@@ -51,7 +64,10 @@ def quantize(embeddings: np.ndarray, precision: Precision, clip_sigmas: float = 
     if scheme not in INT8_SCHEMES:
         raise ValueError(f"scheme must be one of {INT8_SCHEMES}, got {scheme!r}")
     if precision in ("int8", "uint8"):
-        scaled = np.tanh(embeddings) * 127.0 if scheme == "tanh" else embeddings * int8_scale(dim, clip_sigmas)
+        if scheme == "unit":
+            scaled = embeddings * int8_scale(dim, clip_sigmas)
+        else:
+            scaled = (np.tanh(embeddings) if scheme == "tanh" else embeddings) * 127.0
         codes = np.clip(np.rint(scaled), -127, 127).astype(np.int8)
         return codes if precision == "int8" else (codes.astype(np.int16) + 128).astype(np.uint8)
     if dim % 8:

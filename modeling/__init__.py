@@ -7,6 +7,7 @@ module is their one public face, and the library imports nothing from the files 
 
 from .configuration_contextembed import (
     DEFAULT_CHUNK_TOKEN,
+    HEAD_ACTIVATIONS,
     INT8_SCHEMES,
     PRECISIONS,
     ContextEmbedConfig,
@@ -15,29 +16,47 @@ from .configuration_contextembed import (
     is_integer,
 )
 from .modeling_contextembed import (
+    MAX_INDEX_ELEMENTS,
     ContextEmbedModel,
     ContextEmbedOutput,
     ContextEmbedPreTrainedModel,
+    calls_by_length,
     check_output_dim,
     chunk_means,
     chunk_sums_and_counts,
     cut_and_normalize,
     document_windows,
+    index_slices,
     late_chunk_head,
     late_chunk_mean,
     late_chunk_sums,
     loading_problems,
-    mix_document_mean,
     pad_token_id,
     plan_windows,
-    token_budget_batches,
     window_length,
 )
 from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task, check_text
 
+# Names that moved out of the model package, kept importable from here for one release.
+_MOVED = {"token_budget_batches": "contextembed.batching"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"contextembed.modeling.{name} moved to {_MOVED[name]}.{name} (the encoder's batch "
+                      "scheduler); import it from there", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_CHUNK_TOKEN",
+    "HEAD_ACTIVATIONS",
     "INT8_SCHEMES",
+    "MAX_INDEX_ELEMENTS",
     "PRECISIONS",
     "ContextEmbedConfig",
     "ContextEmbedModel",
@@ -49,20 +68,20 @@ __all__ = [
     "LongDocuments",
     "Precision",
     "Task",
+    "calls_by_length",
     "check_output_dim",
     "check_text",
     "chunk_means",
     "chunk_sums_and_counts",
     "cut_and_normalize",
     "document_windows",
+    "index_slices",
     "is_integer",
     "late_chunk_head",
     "late_chunk_mean",
     "late_chunk_sums",
     "loading_problems",
-    "mix_document_mean",
     "pad_token_id",
     "plan_windows",
-    "token_budget_batches",
     "window_length",
 ]

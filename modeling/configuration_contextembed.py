@@ -2,8 +2,8 @@
 
 A ``ContextEmbedConfig`` holds the backbone's own config as ``text_config`` (any ``AutoConfig``)
 plus everything late chunking adds on top: the chunk separator token, query/document prefixes,
-the projection size, Matryoshka dimensions, normalisation, the window length for long
-documents and the deterministic int8 scheme.
+the projection size, the head's activation, Matryoshka dimensions, normalisation, the window
+length for long documents and the deterministic int8 scheme.
 """
 
 from __future__ import annotations
@@ -16,10 +16,16 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 Precision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
-POOLING_MODES = ("mean",)
-INT8_SCHEMES = ("unit", "tanh")
-Int8Scheme = Literal["unit", "tanh"]
+INT8_SCHEMES = ("unit", "tanh", "bounded")
+Int8Scheme = Literal["unit", "tanh", "bounded"]
+HEAD_ACTIVATIONS = (None, "tanh")
 DEFAULT_CHUNK_TOKEN = "<|chunk_sep|>"
+# Keys that older config.json files carry and that are read, checked and dropped: the value each must hold (the only
+# behaviour left), and why it went.
+REMOVED_KEYS = {
+    "pooling": ("mean", "pooling had one option, mean, which is what every checkpoint does"),
+    "document_mix": (0.0, "document_mix (each chunk moved toward its document's mean) was never shipped"),
+}
 
 
 class ContextEmbedConfig(PreTrainedConfig):
@@ -46,10 +52,11 @@ class ContextEmbedConfig(PreTrainedConfig):
             Dimensions the embedding may be cut to (cut first, then normalise). Defaults to the full size only.
         output_dim (`int`, *optional*):
             The Matryoshka size the model returns; `None` is the full size. Must be one of `matryoshka_dims`.
+        head_activation (`str`, *optional*):
+            Applied elementwise to the projected chunk mean before the Matryoshka cut and normalisation: `None`
+            (none) or `"tanh"` (pplx-embed-v2-context's head, whose float vectors are `normalize(tanh(x))`).
         normalize (`bool`, *optional*, defaults to `True`):
             L2-normalise chunk vectors.
-        pooling (`str`, *optional*, defaults to `"mean"`):
-            How token states become a chunk vector. Only `"mean"`.
         max_seq_length (`int`, *optional*):
             Tokens per forward pass (the window). `None` uses the backbone's `max_position_embeddings`; a larger
             value than the backbone's positions is an error.
@@ -57,10 +64,6 @@ class ContextEmbedConfig(PreTrainedConfig):
             Fraction of a window shared with the next one when a document is longer than `max_seq_length`.
         window_head_tokens (`int`, *optional*, defaults to `0`):
             Opening tokens of a document carried into every later window as context (never pooled).
-        document_mix (`float`, *optional*, defaults to `0.0`):
-            Weight of the document's mean token state in each chunk's pooled state: a chunk's vector is made from
-            `(1 - document_mix) * its tokens' mean + document_mix * the mean of all the document's chunk tokens`
-            (every window's). 0 pools each chunk's own tokens only; a one-chunk document (a query) is unchanged.
         bidirectional (`bool`, *optional*, defaults to `True`):
             Run decoder backbones without a causal mask (`text_config.is_causal = False`).
         default_precision (`str`, *optional*, defaults to `"float32"`):
@@ -70,7 +73,12 @@ class ContextEmbedConfig(PreTrainedConfig):
             `clip(round(x * 127 * sqrt(d) / int8_clip_sigmas), -127, 127)`.
         int8_scheme (`str`, *optional*, defaults to `"unit"`):
             `"unit"` codes unit vectors with `int8_clip_sigmas` as above; `"tanh"` codes the unnormalised chunk
-            vector as `round(tanh(x) * 127)` (Perplexity's pplx-embed scheme, for converted checkpoints).
+            vector as `round(tanh(x) * 127)` (pplx-embed-context-v1's scheme); `"bounded"` codes the head's
+            unnormalised output, already in (-1, 1) (`head_activation="tanh"`), as `round(x * 127)`
+            (pplx-embed-v2-context's scheme).
+
+    Older `config.json` files may also carry `pooling` (always `"mean"`) and `document_mix` (always 0): they load,
+    and the keys are dropped.
     """
 
     model_type = "contextembed"
@@ -87,12 +95,11 @@ class ContextEmbedConfig(PreTrainedConfig):
         embedding_dim: int | None = None,
         matryoshka_dims: list[int] | None = None,
         output_dim: int | None = None,
+        head_activation: str | None = None,
         normalize: bool = True,
-        pooling: str = "mean",
         max_seq_length: int | None = None,
         window_overlap: float = 0.5,
         window_head_tokens: int = 0,
-        document_mix: float = 0.0,
         bidirectional: bool = True,
         default_precision: str = "float32",
         int8_clip_sigmas: float = 5.0,
@@ -119,16 +126,16 @@ class ContextEmbedConfig(PreTrainedConfig):
         self.embedding_dim = embedding_dim
         self.matryoshka_dims = sorted(matryoshka_dims) if matryoshka_dims else None
         self.output_dim = output_dim
+        self.head_activation = head_activation
         self.normalize = normalize
-        self.pooling = pooling
         self.max_seq_length = max_seq_length if max_seq_length is not None else self._backbone_positions()
         self.window_overlap = window_overlap
         self.window_head_tokens = window_head_tokens
-        self.document_mix = document_mix
         self.bidirectional = bidirectional
         self.default_precision = default_precision
         self.int8_clip_sigmas = int8_clip_sigmas
         self.int8_scheme = int8_scheme
+        drop_removed_keys(kwargs)
         super().__init__(**kwargs)
         self._validate()
 
@@ -162,8 +169,8 @@ class ContextEmbedConfig(PreTrainedConfig):
         return super().from_dict(config_dict, **kwargs)
 
     def _validate(self) -> None:
-        if self.pooling not in POOLING_MODES:
-            raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
+        if self.head_activation not in HEAD_ACTIVATIONS:
+            raise ValueError(f"head_activation must be one of {HEAD_ACTIVATIONS}, got {self.head_activation!r}")
         if self.default_precision not in PRECISIONS:
             raise ValueError(f"default_precision must be one of {PRECISIONS}, got {self.default_precision!r}")
         if not isinstance(self.chunk_token, str) or not self.chunk_token:
@@ -195,9 +202,9 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
         if not is_integer(self.window_head_tokens) or self.window_head_tokens < 0:
             raise ValueError(f"window_head_tokens must be a non-negative integer, got {self.window_head_tokens!r}")
-        if isinstance(self.document_mix, bool) or not isinstance(self.document_mix, numbers.Real) \
-                or not 0.0 <= self.document_mix < 1.0:
-            raise ValueError(f"document_mix must be a number in [0, 1), got {self.document_mix!r}")
+        if self.int8_scheme == "bounded" and self.head_activation != "tanh":
+            raise ValueError("int8_scheme 'bounded' codes a head's output in (-1, 1): it needs head_activation="
+                             f"'tanh', got head_activation={self.head_activation!r}")
         if self.int8_scheme not in INT8_SCHEMES:
             raise ValueError(f"int8_scheme must be one of {INT8_SCHEMES}, got {self.int8_scheme!r}")
         if not self.int8_clip_sigmas > 0:
@@ -218,6 +225,21 @@ class ContextEmbedConfig(PreTrainedConfig):
         return cls(text_config=text_config, **preset)
 
 
+def drop_removed_keys(kwargs: dict) -> None:
+    """Take the keys of `REMOVED_KEYS` out of `kwargs` (an old config.json's), each checked to hold the one value
+    that today's model computes: a file that asks for anything else would otherwise load and compute other vectors.
+
+    >>> kwargs = {"pooling": "mean", "document_mix": 0.0, "name_or_path": "x"}
+    >>> drop_removed_keys(kwargs); kwargs
+    {'name_or_path': 'x'}
+    """
+    for key, (value, why) in REMOVED_KEYS.items():
+        received = kwargs.pop(key, value)
+        if received != value:
+            raise ValueError(f"{key} was removed ({why}): a config that sets it loads only with {key}={value!r}, "
+                             f"got {received!r}")
+
+
 def is_integer(value) -> bool:
     """An integer (Python's or numpy's), and not a bool.
 
@@ -227,5 +249,5 @@ def is_integer(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "INT8_SCHEMES", "PRECISIONS", "Int8Scheme", "Precision",
-           "is_integer"]
+__all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "HEAD_ACTIVATIONS", "INT8_SCHEMES", "PRECISIONS",
+           "REMOVED_KEYS", "Int8Scheme", "Precision", "drop_removed_keys", "is_integer"]

@@ -2,13 +2,22 @@
 
 A document is an ordered list of chunks joined by a learned separator token. The whole document
 runs through the backbone **once**; each chunk's vector is the mean of its tokens' final hidden
-states, followed by an fp32 linear projection, a Matryoshka cut and L2 normalisation. Every chunk
-vector has therefore seen the whole document, yet there is still exactly one vector per chunk.
+states, followed by an fp32 linear projection, the head's activation (none, or tanh), a Matryoshka
+cut and L2 normalisation. Every chunk vector has therefore seen the whole document, yet there is
+still exactly one vector per chunk.
 
-Documents longer than the window (`config.max_seq_length`) are run as overlapping windows whose
-edges fall on chunk boundaries; each chunk is pooled from the window that gives it the most
-context on both sides, so there is always exactly one vector per chunk. A chunk longer than a
-window is split into pieces pooled in their own windows and averaged over all of its tokens.
+The file reads in the order a batch travels:
+
+1. **Inputs**: the token mask, each token's chunk and the chunk mask, from whichever form the batch came in.
+2. **Windows**: documents longer than the window (`config.max_seq_length`) run as overlapping windows whose
+   edges fall on chunk boundaries; each chunk is pooled from the window that gives it the most context on both
+   sides (with the document's first `window_head_tokens` carried into every later window as context), so there
+   is always exactly one vector per chunk. A chunk longer than a window is split into pieces pooled in their
+   own windows and averaged over all of its tokens.
+3. **Backbone**: any transformers model, run bidirectionally.
+4. **Pooling**: each chunk's summed token states and token count, in fp32, with shapes fixed by the number of
+   chunk slots (no data-dependent shapes, so the pooling exports to ONNX).
+5. **Head**: mean, projection, activation, Matryoshka cut, normalisation, padding mask.
 
 Feature names follow what sentence-transformers' built-in `Transformer` module hands over:
 `attention_mask` is the **chunk** mask (B, C), `token_attention_mask` the token mask (B, T) and
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -28,6 +38,20 @@ from transformers import AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_contextembed import ContextEmbedConfig, is_integer
+
+# A backbone call over windows holds at most this many windows' worth of padded tokens.
+WINDOWS_PER_CALL = 8
+# A piece joins a call of longer pieces when padding it costs at most this many tokens: half of what one more call
+# costs on a CPU (about 64 tokens' time). Simulated on batches of windows and short rows, this pads 1.7% over the
+# tokens at 4096-token windows and 8% at 512, against 1.6% and 7.4% for the cheapest possible calls.
+CALL_SLACK_TOKENS = 32
+# Kernels index with 32-bit integers unless told otherwise; the pooling's scatter never exceeds this many elements.
+MAX_INDEX_ELEMENTS = 2**31 - 1
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Output
+# ------------------------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -50,65 +74,84 @@ class ContextEmbedOutput(ModelOutput):
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
-def chunk_sums_and_counts(
-    hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_chunks: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sum and count each chunk's token states, in fp32, with shapes fixed by `num_chunks`.
+# ------------------------------------------------------------------------------------------------------------------
+# Inputs
+# ------------------------------------------------------------------------------------------------------------------
 
-    Tokens with chunk id -1 go to a discarded slot, so the computation has no data-dependent shapes.
 
-    >>> h = torch.tensor([[[1.0], [3.0], [5.0], [7.0]]])       # (B=1, T=4, H=1)
-    >>> ids = torch.tensor([[-1, 0, 0, 1]])
-    >>> sums, counts = chunk_sums_and_counts(h, ids, num_chunks=3)
-    >>> sums.squeeze(-1).tolist(), counts.tolist()
-    ([[8.0, 7.0, 0.0]], [[2.0, 1.0, 0.0]])
+def chunk_layout(
+    config: ContextEmbedConfig,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None,
+    token_attention_mask: torch.Tensor | None,
+    chunk_ids: torch.LongTensor | None,
+) -> tuple[torch.Tensor, torch.LongTensor, torch.LongTensor]:
+    """The token mask (B, T), chunk ids (B, T) and chunk mask (B, C) of a batch, from whichever form it came in.
+
+    Two input forms exist because two callers exist. The processor (and sentence-transformers, which must find
+    the chunk mask under `attention_mask` to trim and pool rows) sends `chunk_ids`, the token mask as
+    `token_attention_mask` and the chunk mask as `attention_mask`. A plain transformers caller sends a tokenizer's
+    output: no `chunk_ids`, and `attention_mask` is then the token mask; chunks are read from the separator ids.
     """
-    batch, seq_len, hidden = hidden_states.shape
-    slots = (chunk_ids.long() + 1).clamp(min=0)  # (B, T); slot 0 collects tokens outside chunks
-    sums = hidden_states.new_zeros(batch, num_chunks + 1, hidden, dtype=torch.float32)
-    sums.scatter_add_(1, slots.unsqueeze(-1).expand(batch, seq_len, hidden), hidden_states.float())
-    counts = hidden_states.new_zeros(batch, num_chunks + 1, dtype=torch.float32)
-    counts.scatter_add_(1, slots, torch.ones_like(slots, dtype=torch.float32))
-    return sums[:, 1:], counts[:, 1:]  # (B, C, H), (B, C)
+    if chunk_ids is None:
+        token_mask = token_attention_mask if token_attention_mask is not None else attention_mask
+        chunk_ids = chunk_ids_from_separators(config, input_ids, token_mask)
+        chunk_mask = None
+    else:
+        token_mask, chunk_mask = token_attention_mask, attention_mask
+    if token_mask is None:
+        token_mask = torch.ones_like(input_ids)
+    if chunk_mask is None:
+        # Chunks 0..max per row: the padding chunks of shorter rows are masked out.
+        num_chunks = int(chunk_ids.max().clamp(min=0)) + 1
+        chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
+    return token_mask, chunk_ids, chunk_mask.long()
 
 
-def chunk_means(sums: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Sums (B, C, W) over counts (B, C) -> means (B, C, W); a chunk with no tokens is a zero row.
+def chunk_ids_from_separators(
+    config: ContextEmbedConfig, input_ids: torch.LongTensor, token_attention_mask: torch.Tensor | None
+) -> torch.LongTensor:
+    """Chunk index per token (B, T) from separator ids; special tokens, separators and padding get -1.
 
-    >>> chunk_means(torch.tensor([[[8.0], [0.0]]]), torch.tensor([[2.0, 0.0]])).squeeze(-1).tolist()
-    [[4.0, 0.0]]
+    >>> config = ContextEmbedConfig(text_config={"model_type": "bert", "pad_token_id": 0}, chunk_token_id=9)
+    >>> chunk_ids_from_separators(config, torch.tensor([[5, 6, 9, 7, 0]]), None).tolist()
+    [[0, 0, -1, 1, -1]]
     """
-    return sums / counts.clamp(min=1.0).unsqueeze(-1)
+    separator = config.chunk_token_id
+    if separator is None:
+        raise ValueError("config.chunk_token_id is not set: pass chunk_ids or build the checkpoint with a separator")
+    is_separator = input_ids == separator
+    chunk_ids = is_separator.long().cumsum(1)  # (B, T)
+    special = is_separator.clone()
+    for token_id in special_token_ids(config):
+        special |= input_ids == token_id
+    if token_attention_mask is not None:
+        special |= token_attention_mask == 0
+    return chunk_ids.masked_fill(special, -1)
 
 
-def mix_document_mean(means: torch.Tensor, sums: torch.Tensor, counts: torch.Tensor, weight: float) -> torch.Tensor:
-    """Each non-empty chunk's mean (B, C, W) moved toward its document's mean: `(1 - weight) * chunk + weight * doc`.
-
-    The document's mean is over every token of every chunk (sums and counts added over the chunks), so in a document
-    run in windows every chunk also carries what the other windows read, and memory stays that of the sums. A
-    one-chunk document (a query) is unchanged; a chunk with no tokens stays a zero row.
-
-    >>> sums, counts = torch.tensor([[[6.0], [4.0], [0.0]]]), torch.tensor([[3.0, 1.0, 0.0]])  # means 2 and 4
-    >>> mix_document_mean(chunk_means(sums, counts), sums, counts, 0.5).squeeze(-1).tolist()  # document: 10 / 4
-    [[2.25, 3.25, 0.0]]
-    >>> mix_document_mean(chunk_means(sums, counts), sums, counts, 0.0).squeeze(-1).tolist()
-    [[2.0, 4.0, 0.0]]
-    """
-    if not weight:
-        return means
-    document = sums.sum(1, keepdim=True) / counts.sum(1, keepdim=True).clamp(min=1.0).unsqueeze(-1)  # (B, 1, W)
-    mixed = (1.0 - weight) * means + weight * document
-    return torch.where((counts > 0).unsqueeze(-1), mixed, means)
+def special_token_ids(config: ContextEmbedConfig) -> list[int]:
+    """The ids that belong to no chunk when chunks are read from separators: `ignore_token_ids` and the special
+    tokens named in the config and the backbone's config."""
+    ids = set(config.ignore_token_ids)
+    for source in (config, config.text_config):
+        for name in ("bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id", "pad_token_id"):
+            token_id = getattr(source, name, None)
+            if isinstance(token_id, int):
+                ids.add(token_id)
+    return sorted(ids)
 
 
-def late_chunk_mean(hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_chunks: int) -> torch.Tensor:
-    """Mean of each chunk's token states, (B, T, H) -> (B, C, H) in fp32; an empty chunk is a zero row.
+def window_length(config: ContextEmbedConfig, max_seq_length: torch.Tensor | int | None = None) -> int:
+    """Tokens per forward pass for one call: `config.max_seq_length`, or less when the caller asks for less."""
+    if max_seq_length is None:
+        return config.max_seq_length
+    return min(config.max_seq_length, int(torch.as_tensor(max_seq_length).max()))
 
-    >>> h = torch.tensor([[[1.0], [3.0], [5.0], [7.0]]])
-    >>> late_chunk_mean(h, torch.tensor([[-1, 0, 0, 1]]), num_chunks=3).squeeze(-1).tolist()
-    [[4.0, 7.0, 0.0]]
-    """
-    return chunk_means(*chunk_sums_and_counts(hidden_states, chunk_ids, num_chunks))
+
+# ------------------------------------------------------------------------------------------------------------------
+# Windows
+# ------------------------------------------------------------------------------------------------------------------
 
 
 def plan_windows(
@@ -163,139 +206,12 @@ def plan_windows(
     return windows, best
 
 
-def token_budget_batches(lengths: list[int], batch_size: int, max_tokens: int,
-                         pass_tokens: int | None = None) -> list[list[int]]:
-    """Group indices into forward passes that cost the least: documents sorted by length (longest first) and cut
-    where the padded tokens plus a fixed cost per pass are fewest, each pass at most `batch_size` documents and
-    `max_tokens` padded tokens (a document longer than `max_tokens` forms a pass of its own).
+def chunk_pieces(body_cids: torch.Tensor, budget: int) -> list[tuple[int, int]]:
+    """`(start, end)` of each run of one chunk's tokens, a run longer than `budget` split evenly.
 
-    `pass_tokens` is what one more pass costs, in padded tokens (default `max_tokens // 32`: 64 on CPU, where a pass
-    costs about 13 ms beyond its tokens and a token about 0.2 ms). Filling each pass greedily instead pads badly when
-    there are few documents of scattered lengths (a server's merged requests): 4 recipes documents at a time padded
-    to 1.4 times their tokens greedily, 1.1 times cut this way.
-
-    >>> token_budget_batches([5, 100, 7, 6], batch_size=8, max_tokens=21, pass_tokens=4)
-    [[1], [2, 3, 0]]
-    >>> token_budget_batches([20, 100, 58, 60, 18], batch_size=8, max_tokens=200, pass_tokens=10)  # greedy: [1, 3], [2, 0, 4]
-    [[1], [3, 2], [0, 4]]
+    >>> chunk_pieces(torch.tensor([0, 0, 0, 0, 0, -1, 1, 1]), budget=3)
+    [(0, 2), (2, 5), (6, 8)]
     """
-    if pass_tokens is None:
-        pass_tokens = max(1, max_tokens // 32)
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    # cost[j]: the cheapest way to run the first j documents of `order`; a pass order[i:j] pads to lengths[order[i]].
-    cost, cut = [0] + [0] * len(order), [0] * (len(order) + 1)
-    for j in range(1, len(order) + 1):
-        best = None
-        for i in range(j - 1, max(j - batch_size, 0) - 1, -1):  # the pass order[i:j], shortest first
-            size = j - i
-            if size > 1 and lengths[order[i]] * size > max_tokens:
-                break  # a longer pass only pads more
-            total = cost[i] + lengths[order[i]] * size + pass_tokens
-            if best is None or total <= best:
-                best, cut[j] = total, i
-        cost[j] = best
-    batches, j = [], len(order)
-    while j:
-        batches.append(order[cut[j] : j])
-        j = cut[j]
-    return batches[::-1]
-
-
-def late_chunk_sums(
-    core,
-    input_ids: torch.LongTensor,
-    token_mask: torch.Tensor,
-    chunk_ids: torch.LongTensor,
-    num_chunks: int,
-    window: int,
-    *,
-    width: int,
-    head_tokens: int,
-    overlap: float,
-    pad_id: int,
-    token_type_ids: torch.LongTensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each chunk's summed states and token count for a padded batch, whatever the documents' lengths.
-
-    `core(input_ids, token_mask, chunk_ids, num_chunks, token_type_ids)` runs one padded batch and returns its
-    `(sums (b, num_chunks, width), counts (b, num_chunks))`, as `chunk_sums_and_counts` computes them. A batch whose
-    rows all fit `window` tokens runs in one call. Otherwise each longer row is cut into windows on chunk
-    boundaries, each chunk pooled from the window that gives it the most context, with the row's first
-    `head_tokens` chunk tokens carried as context; the short rows and all the windows then run together in calls of
-    similar lengths (`token_budget_batches`, at most 8 windows' worth of padded tokens a call), so a row's last,
-    short window runs beside other short pieces instead of padded to its full neighbours. Each chunk is pooled from one piece, so sums and counts only add zeros
-    across pieces, and any linear map of the states (the projection) may be applied inside `core` or after the
-    division. The same plan serves the torch model and the exported backends, which differ only in `core`.
-    """
-    batch = input_ids.shape[0]
-    lengths = token_mask.sum(1)  # (B,)
-    short = (lengths <= window).nonzero().flatten()
-    if len(short) == batch:  # the common case: one call, no copies
-        seq_len = int(lengths.max()) if batch else 0
-        return core(input_ids[:, :seq_len], token_mask[:, :seq_len], chunk_ids[:, :seq_len], num_chunks,
-                    None if token_type_ids is None else token_type_ids[:, :seq_len])
-
-    # Pieces (row, ids, local chunk ids, token types, offset): a pooled token's chunk is offset + local id.
-    pieces = []
-    for row in short.tolist():
-        length = int(lengths[row])
-        types = None if token_type_ids is None else token_type_ids[row, :length]
-        pieces.append((row, input_ids[row, :length], chunk_ids[row, :length], types, 0))
-    for row in (lengths > window).nonzero().flatten().tolist():
-        length = int(lengths[row])
-        ids, cids = input_ids[row, :length], chunk_ids[row, :length]
-        for w_ids, w_cids, offset in document_windows(ids, cids, window, head_tokens=head_tokens, overlap=overlap):
-            pieces.append((row, w_ids, w_cids, None, offset))  # windows run with the default (zero) token types
-    sums = torch.zeros(batch, num_chunks, width, dtype=torch.float32, device=input_ids.device)
-    counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)
-    # Calls of similar lengths, at most 8 windows' worth of padded tokens each (a call costs about 64 tokens more).
-    for call in token_budget_batches([len(p_ids) for _, p_ids, _, _, _ in pieces], batch_size=len(pieces),
-                                     max_tokens=8 * window, pass_tokens=64):
-        group = [pieces[i] for i in call]
-        group_len = len(group[0][1])  # longest first
-        num_local = max([int(p_cids.max()) + 1 for _, _, p_cids, _, _ in group if len(p_cids)] + [1])
-        batch_ids = input_ids.new_full((len(group), group_len), pad_id)
-        batch_cids = chunk_ids.new_full((len(group), group_len), -1)
-        mask = torch.zeros_like(batch_ids)
-        types = None
-        if any(p_types is not None for _, _, _, p_types, _ in group):
-            types = token_type_ids.new_zeros((len(group), group_len))
-        for i, (_, p_ids, p_cids, p_types, _) in enumerate(group):
-            batch_ids[i, : len(p_ids)], batch_cids[i, : len(p_ids)], mask[i, : len(p_ids)] = p_ids, p_cids, 1
-            if p_types is not None:
-                types[i, : len(p_ids)] = p_types
-        p_sums, p_counts = core(batch_ids, mask, batch_cids, num_local, types)  # (<=8, c, width), (<=8, c)
-        for i, (row, _, _, _, offset) in enumerate(group):
-            take = min(num_local, num_chunks - offset)
-            sums[row, offset : offset + take] += p_sums[i, :take].to(sums.device)
-            counts[row, offset : offset + take] += p_counts[i, :take].to(counts.device)
-    return sums, counts
-
-
-def document_windows(
-    ids: torch.Tensor, cids: torch.Tensor, window: int, *, head_tokens: int, overlap: float
-) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
-    """Cut one unpadded document into windows that pool something.
-
-    Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
-    tokens of pieces owned by another window are context only (-1).
-    """
-    in_chunk = (cids >= 0).nonzero().flatten()
-    if len(in_chunk) == 0:
-        return []  # no chunk has a token (all empty): nothing to pool
-    first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
-    lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
-    body_ids, body_cids = ids[first:last], cids[first:last]
-    head = min(head_tokens, len(body_ids))
-    budget = window - first - (len(ids) - last) - head
-    if budget <= 0:
-        raise ValueError(
-            f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
-            f"and window_head_tokens={head} leave no room for the document's text in a window of {window} "
-            "tokens: shorten the title or prefix, or raise max_seq_length"
-        )
-
-    # Pieces: runs of one chunk's tokens, split evenly when longer than a window.
     change = torch.ones(len(body_cids), dtype=torch.bool)
     change[1:] = body_cids[1:] != body_cids[:-1]
     run_starts = change.nonzero().flatten().tolist() + [len(body_cids)]
@@ -306,6 +222,34 @@ def document_windows(
         n_pieces = -(-(e - s) // budget)
         bounds = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
         spans.extend(zip(bounds[:-1], bounds[1:]))
+    return spans
+
+
+def document_windows(
+    ids: torch.Tensor, cids: torch.Tensor, window: int, *, head_tokens: int, overlap: float
+) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
+    """Cut one unpadded document into windows that pool something.
+
+    Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
+    tokens of pieces owned by another window are context only (-1). `head_tokens` is the config's
+    `window_head_tokens`: the document's opening tokens carried into every later window, never pooled there.
+    """
+    in_chunk = (cids >= 0).nonzero().flatten()
+    if len(in_chunk) == 0:
+        return []  # no chunk has a token (all empty): nothing to pool
+    first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
+    lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
+    body_ids, body_cids = ids[first:last], cids[first:last]
+    window_head_tokens = min(head_tokens, len(body_ids))
+    budget = window - first - (len(ids) - last) - window_head_tokens
+    if budget <= 0:
+        raise ValueError(
+            f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
+            f"and window_head_tokens={window_head_tokens} leave no room for the document's text in a window of "
+            f"{window} tokens: shorten the title or prefix, or raise max_seq_length"
+        )
+
+    spans = chunk_pieces(body_cids, budget)
     windows, owners = plan_windows(spans, len(body_ids), budget, overlap)
     owned: list[list[tuple[int, int]]] = [[] for _ in windows]
     for span, owner in zip(spans, owners):
@@ -319,13 +263,237 @@ def document_windows(
         pooled = torch.full_like(body_cids[ws:we], -1)
         for s, e in pieces:
             pooled[s - ws : e - ws] = body_cids[s:e] - offset
-        carry = min(head, ws)  # opening tokens this window lacks, as unpooled context
-        w_ids = torch.cat([ids[lead], body_ids[:carry], body_ids[ws:we], ids[tail]])
+        carried = min(window_head_tokens, ws)  # opening tokens this window lacks, as unpooled context
+        w_ids = torch.cat([ids[lead], body_ids[:carried], body_ids[ws:we], ids[tail]])
         w_cids = torch.cat(
-            [cids[lead], torch.full_like(body_cids[:carry], -1), pooled, torch.full_like(cids[tail], -1)]
+            [cids[lead], torch.full_like(body_cids[:carried], -1), pooled, torch.full_like(cids[tail], -1)]
         )
         result.append((w_ids, w_cids, offset))
     return result
+
+
+class Piece(NamedTuple):
+    """What one row of a backbone call holds: a whole short document or one window of a long one."""
+
+    row: int  # the batch row it came from
+    input_ids: torch.Tensor  # (t,)
+    chunk_ids: torch.Tensor  # (t,) local chunk ids: a pooled token's chunk is `offset + local id`
+    token_type_ids: torch.Tensor | None  # (t,), or None for the backbone's default (windows run with zeros)
+    offset: int
+
+
+def plan_pieces(
+    input_ids: torch.LongTensor,
+    lengths: torch.Tensor,
+    chunk_ids: torch.LongTensor,
+    window: int,
+    *,
+    window_head_tokens: int,
+    overlap: float,
+    token_type_ids: torch.LongTensor | None = None,
+) -> list[Piece]:
+    """Every row that fits `window` as one piece, every longer row as its windows (`document_windows`)."""
+    pieces = []
+    for row in (lengths <= window).nonzero().flatten().tolist():
+        length = int(lengths[row])
+        types = None if token_type_ids is None else token_type_ids[row, :length]
+        pieces.append(Piece(row, input_ids[row, :length], chunk_ids[row, :length], types, 0))
+    for row in (lengths > window).nonzero().flatten().tolist():
+        length = int(lengths[row])
+        for w_ids, w_cids, offset in document_windows(input_ids[row, :length], chunk_ids[row, :length], window,
+                                                      head_tokens=window_head_tokens, overlap=overlap):
+            pieces.append(Piece(row, w_ids, w_cids, None, offset))
+    return pieces
+
+
+def calls_by_length(lengths: list[int], max_tokens: int, slack: int = CALL_SLACK_TOKENS) -> list[list[int]]:
+    """Indices of pieces grouped into backbone calls of similar lengths, longest first: a piece joins the current
+    call while it is at most `slack` tokens shorter than the call's longest and the call stays within `max_tokens`
+    padded tokens (a piece longer than that forms a call of its own).
+
+    >>> calls_by_length([50, 10, 48, 12, 50], max_tokens=120, slack=4)
+    [[0, 4], [2], [3, 1]]
+    """
+    calls: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        if calls:
+            longest = lengths[calls[-1][0]]
+            if longest - lengths[i] <= slack and longest * (len(calls[-1]) + 1) <= max_tokens:
+                calls[-1].append(i)
+                continue
+        calls.append([i])
+    return calls
+
+
+def pad_pieces(
+    pieces: list[Piece], pad_id: int
+) -> tuple[torch.LongTensor, torch.Tensor, torch.LongTensor, int, torch.LongTensor | None]:
+    """One call's pieces right-padded: ids (n, t), token mask (n, t), local chunk ids (n, t; -1 on padding), the
+    number of local chunk slots, and token types (n, t) when any piece has them."""
+    length = max(len(p.input_ids) for p in pieces)
+    num_local = max([int(p.chunk_ids.max()) + 1 for p in pieces if len(p.chunk_ids)] + [1])
+    ids = pieces[0].input_ids.new_full((len(pieces), length), pad_id)  # (n, t)
+    cids = pieces[0].chunk_ids.new_full((len(pieces), length), -1)  # (n, t)
+    mask = torch.zeros_like(ids)  # (n, t)
+    typed = [p.token_type_ids for p in pieces if p.token_type_ids is not None]
+    types = typed[0].new_zeros((len(pieces), length)) if typed else None
+    for i, piece in enumerate(pieces):
+        n = len(piece.input_ids)
+        ids[i, :n], cids[i, :n], mask[i, :n] = piece.input_ids, piece.chunk_ids, 1
+        if piece.token_type_ids is not None:
+            types[i, :n] = piece.token_type_ids
+    return ids, mask, cids, num_local, types
+
+
+def add_piece_sums(
+    sums: torch.Tensor, counts: torch.Tensor, pieces: list[Piece], piece_sums: torch.Tensor,
+    piece_counts: torch.Tensor,
+) -> None:
+    """Scatter one call's sums (n, c, W) and counts (n, c) back into the batch's (B, C, W) and (B, C), in place, at
+    each piece's row and chunk offset."""
+    num_chunks, num_local = sums.shape[1], piece_sums.shape[1]
+    for i, piece in enumerate(pieces):
+        take = min(num_local, num_chunks - piece.offset)
+        sums[piece.row, piece.offset : piece.offset + take] += piece_sums[i, :take].to(sums.device)
+        counts[piece.row, piece.offset : piece.offset + take] += piece_counts[i, :take].to(counts.device)
+
+
+def late_chunk_sums(
+    core,
+    input_ids: torch.LongTensor,
+    token_mask: torch.Tensor,
+    chunk_ids: torch.LongTensor,
+    num_chunks: int,
+    window: int,
+    *,
+    width: int,
+    window_head_tokens: int,
+    overlap: float,
+    pad_id: int,
+    token_type_ids: torch.LongTensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each chunk's summed states (B, C, width) and token count (B, C) for a padded batch, whatever its lengths.
+
+    `core(input_ids, token_mask, chunk_ids, num_chunks, token_type_ids)` runs one padded batch and returns its
+    `(sums (b, num_chunks, width), counts (b, num_chunks))`, as `chunk_sums_and_counts` computes them. A batch whose
+    rows all fit `window` tokens runs in one call. Otherwise the short rows and every long row's windows
+    (`plan_pieces`) run together in calls of similar lengths (`calls_by_length`, at most `WINDOWS_PER_CALL`
+    windows' worth of padded tokens a call), so a row's last, short window runs beside other short pieces instead
+    of padded to its full neighbours. Each chunk is pooled from one piece, so sums and counts only add zeros across
+    pieces, and any linear map of the states (the projection) may be applied inside `core` or after the division.
+    The same plan serves the torch model and the exported backends, which differ only in `core`.
+    """
+    batch = input_ids.shape[0]
+    lengths = token_mask.sum(1)  # (B,)
+    if bool((lengths <= window).all()):  # the common case: one call, no copies
+        seq_len = int(lengths.max()) if batch else 0
+        return core(input_ids[:, :seq_len], token_mask[:, :seq_len], chunk_ids[:, :seq_len], num_chunks,
+                    None if token_type_ids is None else token_type_ids[:, :seq_len])
+
+    pieces = plan_pieces(input_ids, lengths, chunk_ids, window, window_head_tokens=window_head_tokens,
+                         overlap=overlap, token_type_ids=token_type_ids)
+    sums = torch.zeros(batch, num_chunks, width, dtype=torch.float32, device=input_ids.device)  # (B, C, W)
+    counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)  # (B, C)
+    for call in calls_by_length([len(p.input_ids) for p in pieces], WINDOWS_PER_CALL * window):
+        group = [pieces[i] for i in call]
+        ids, mask, cids, num_local, types = pad_pieces(group, pad_id)
+        piece_sums, piece_counts = core(ids, mask, cids, num_local, types)  # (n, c, W), (n, c)
+        add_piece_sums(sums, counts, group, piece_sums, piece_counts)
+    return sums, counts
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Backbone
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def pad_token_id(config: ContextEmbedConfig) -> int:
+    """The id that pads window batches: the backbone's pad token, else 0 (padding is masked either way)."""
+    pad = getattr(config.text_config, "pad_token_id", None)
+    return pad if isinstance(pad, int) else 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Pooling
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def index_slices(batch: int, seq_len: int, hidden: int, limit: int = MAX_INDEX_ELEMENTS) -> list[slice]:
+    """Slices of the hidden dimension such that a scatter over (batch, seq_len, slice) indexes at most `limit`
+    elements. Hidden dimensions are pooled independently, so pooling slice by slice gives the same bits.
+
+    >>> index_slices(2, 1000, 64, limit=50_000)
+    [slice(0, 25, None), slice(25, 50, None), slice(50, 64, None)]
+    >>> index_slices(1, 262_144, 4096)  # a 262,144-token pass of the 9B: 2^30 elements, one scatter
+    [slice(0, 4096, None)]
+    """
+    per_dim = batch * seq_len  # the counts' scatter indexes this many: it must fit on its own
+    if per_dim > limit:
+        raise ValueError(
+            f"a batch of {batch} x {seq_len} tokens is more than {limit} positions, past what the pooling's "
+            "scatter can index: run fewer or shorter rows per call (lower max_tokens_per_batch or max_seq_length)"
+        )
+    step = min(hidden, limit // per_dim) if per_dim else hidden
+    return [slice(start, min(start + step, hidden)) for start in range(0, max(hidden, 1), step)]
+
+
+def chunk_sums_and_counts(
+    hidden_states: torch.Tensor,
+    chunk_ids: torch.Tensor,
+    num_chunks: int,
+    *,
+    max_index_elements: int = MAX_INDEX_ELEMENTS,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum and count each chunk's token states, in fp32, with shapes fixed by `num_chunks`.
+
+    Tokens with chunk id -1 go to a discarded slot, so the computation has no data-dependent shapes. The scatter
+    never indexes more than `max_index_elements` at once (`index_slices`): at 2^31 elements a 32-bit index would
+    wrap, so a large pass is pooled a slice of hidden dimensions at a time, with the same result.
+
+    >>> h = torch.tensor([[[1.0], [3.0], [5.0], [7.0]]])       # (B=1, T=4, H=1)
+    >>> ids = torch.tensor([[-1, 0, 0, 1]])
+    >>> sums, counts = chunk_sums_and_counts(h, ids, num_chunks=3)
+    >>> sums.squeeze(-1).tolist(), counts.tolist()
+    ([[8.0, 7.0, 0.0]], [[2.0, 1.0, 0.0]])
+    """
+    batch, seq_len, hidden = hidden_states.shape
+    slots = (chunk_ids.long() + 1).clamp(min=0)  # (B, T); slot 0 collects tokens outside chunks
+    sums = hidden_states.new_zeros(batch, num_chunks + 1, hidden, dtype=torch.float32)  # (B, C + 1, H)
+    # A graph being exported keeps one scatter: a branch on its symbolic shape would fix the graph to one size, and
+    # the runtimes it is exported for (ONNX Runtime, OpenVINO) index with 64-bit integers.
+    parts = [slice(0, hidden)] if torch.compiler.is_compiling() else index_slices(batch, seq_len, hidden,
+                                                                                   max_index_elements)
+    for part in parts:
+        width = part.stop - part.start
+        index = slots.unsqueeze(-1).expand(batch, seq_len, width)  # (B, T, h)
+        sums[..., part].scatter_add_(1, index, hidden_states[..., part].float())
+    counts = hidden_states.new_zeros(batch, num_chunks + 1, dtype=torch.float32)  # (B, C + 1)
+    counts.scatter_add_(1, slots, torch.ones_like(slots, dtype=torch.float32))
+    return sums[:, 1:], counts[:, 1:]  # (B, C, H), (B, C)
+
+
+def chunk_means(sums: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Sums (B, C, W) over counts (B, C) -> means (B, C, W); a chunk with no tokens is a zero row.
+
+    >>> chunk_means(torch.tensor([[[8.0], [0.0]]]), torch.tensor([[2.0, 0.0]])).squeeze(-1).tolist()
+    [[4.0, 0.0]]
+    """
+    return sums / counts.clamp(min=1.0).unsqueeze(-1)
+
+
+def late_chunk_mean(hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_chunks: int) -> torch.Tensor:
+    """Mean of each chunk's token states, (B, T, H) -> (B, C, H) in fp32; an empty chunk is a zero row.
+
+    >>> h = torch.tensor([[[1.0], [3.0], [5.0], [7.0]]])
+    >>> late_chunk_mean(h, torch.tensor([[-1, 0, 0, 1]]), num_chunks=3).squeeze(-1).tolist()
+    [[4.0, 7.0, 0.0]]
+    """
+    return chunk_means(*chunk_sums_and_counts(hidden_states, chunk_ids, num_chunks))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Head
+# ------------------------------------------------------------------------------------------------------------------
 
 
 def check_output_dim(config: ContextEmbedConfig, output_dim) -> None:
@@ -345,13 +513,6 @@ def cut_and_normalize(embeddings: torch.Tensor, output_dim: int | None, normaliz
     return nn.functional.normalize(embeddings, p=2, dim=-1) if normalize else embeddings
 
 
-def window_length(config: ContextEmbedConfig, max_seq_length: torch.Tensor | int | None = None) -> int:
-    """Tokens per forward pass for one call: `config.max_seq_length`, or less when the caller asks for less."""
-    if max_seq_length is None:
-        return config.max_seq_length
-    return min(config.max_seq_length, int(torch.as_tensor(max_seq_length).max()))
-
-
 def late_chunk_head(
     sums: torch.Tensor,
     counts: torch.Tensor,
@@ -364,11 +525,11 @@ def late_chunk_head(
 ) -> torch.Tensor:
     """Per-chunk sums (B, C, W) and token counts (B, C) -> chunk vectors (B, C, D), in fp32.
 
-    The mean of each chunk's states (moved toward its document's mean by `config.document_mix`), the projection
-    when it was not applied to the sums already (`projection`; a linear map without bias commutes with the mean and
-    the mix), the Matryoshka cut (default `config.output_dim`), L2
-    normalisation (default `config.normalize`) and zero rows for padding chunks. The torch model and the exported
-    backends both end here, so a backend is only a core that produces the sums and counts.
+    The mean of each chunk's states, the projection when it was not applied to the sums already (`projection`; a
+    linear map without bias commutes with the mean), the head's activation (`config.head_activation`: none, or
+    tanh), the Matryoshka cut (default `config.output_dim`), L2 normalisation (default `config.normalize`) and zero
+    rows for padding chunks. The torch model and the exported backends both end here, so a backend is only a core
+    that produces the sums and counts.
 
     >>> config = ContextEmbedConfig(text_config={"model_type": "bert", "hidden_size": 2})
     >>> sums, counts = torch.tensor([[[6.0, 8.0], [0.0, 0.0]]]), torch.tensor([[2.0, 0.0]])
@@ -376,19 +537,20 @@ def late_chunk_head(
     [[[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]]
     """
     check_output_dim(config, output_dim)
-    pooled = mix_document_mean(chunk_means(sums, counts), sums, counts, config.document_mix)  # (B, C, W)
+    pooled = chunk_means(sums, counts)  # (B, C, W)
     if projection is not None:
         weight = next(projection.parameters(), pooled)
         pooled = projection(pooled.to(weight.dtype)).float()  # (B, C, D)
+    if config.head_activation == "tanh":
+        pooled = torch.tanh(pooled)  # elementwise, so a Matryoshka cut of it is the cut of the full vector's
     embeddings = cut_and_normalize(pooled, config.output_dim if output_dim is None else output_dim,
                                    config.normalize if normalize is None else normalize)
     return embeddings * chunk_mask.unsqueeze(-1).to(embeddings.dtype)
 
 
-def pad_token_id(config: ContextEmbedConfig) -> int:
-    """The id that pads window batches: the backbone's pad token, else 0 (padding is masked either way)."""
-    pad = getattr(config.text_config, "pad_token_id", None)
-    return pad if isinstance(pad, int) else 0
+# ------------------------------------------------------------------------------------------------------------------
+# PreTrainedModel
+# ------------------------------------------------------------------------------------------------------------------
 
 
 def loading_problems(info: dict) -> str | None:
@@ -454,6 +616,11 @@ class ContextEmbedPreTrainedModel(PreTrainedModel):
         return (model, info) if return_info else model
 
 
+# ------------------------------------------------------------------------------------------------------------------
+# Model
+# ------------------------------------------------------------------------------------------------------------------
+
+
 class ContextEmbedModel(ContextEmbedPreTrainedModel):
     """A backbone run once per document, followed by late-chunking mean pooling and an fp32 projection."""
 
@@ -504,8 +671,8 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
             Longer documents run in windows of this many tokens; nothing is ever cut.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        token_mask, chunk_ids, chunk_mask = self.chunk_layout(input_ids, attention_mask, token_attention_mask,
-                                                              chunk_ids)
+        token_mask, chunk_ids, chunk_mask = chunk_layout(self.config, input_ids, attention_mask,
+                                                         token_attention_mask, chunk_ids)
         window = window_length(self.config, max_seq_length)
         whole_batch = bool((token_mask.sum(1) <= window).all())
         outputs = []
@@ -515,79 +682,23 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
                                      else None, **kwargs)
             if whole_batch:  # one call, whose states the output returns; windows' outputs are not kept
                 outputs.append(out)
-            return chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)
+            return chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)  # (b, c, H), (b, c)
 
         sums, counts = late_chunk_sums(
             core, input_ids, token_mask, chunk_ids, chunk_mask.shape[1], window,
-            width=self.config.text_config.hidden_size, head_tokens=self.config.window_head_tokens,
+            width=self.config.text_config.hidden_size, window_head_tokens=self.config.window_head_tokens,
             overlap=self.config.window_overlap, pad_id=pad_token_id(self.config), token_type_ids=token_type_ids,
-        )
-        hidden = outputs[0].last_hidden_state if whole_batch and outputs else None
-        all_hidden = getattr(outputs[0], "hidden_states", None) if whole_batch and outputs else None
+        )  # (B, C, H), (B, C)
         embeddings = late_chunk_head(sums, counts, chunk_mask, self.config, projection=self.projection,
                                      output_dim=output_dim, normalize=normalize)  # (B, C, D)
-
+        whole = outputs[0] if whole_batch and outputs else None
         output = ContextEmbedOutput(
             chunk_embeddings=embeddings,
             chunk_mask=chunk_mask,
-            last_hidden_state=hidden,
-            hidden_states=all_hidden,
+            last_hidden_state=whole.last_hidden_state if whole is not None else None,
+            hidden_states=getattr(whole, "hidden_states", None),
         )
         return output if return_dict else output.to_tuple()
-
-    def chunk_layout(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.Tensor | None,
-        token_attention_mask: torch.Tensor | None,
-        chunk_ids: torch.LongTensor | None,
-    ) -> tuple[torch.Tensor, torch.LongTensor, torch.LongTensor]:
-        """The token mask (B, T), chunk ids (B, T) and chunk mask (B, C) of a batch, from whichever form it came in.
-
-        Two input forms exist because two callers exist. The processor (and sentence-transformers, which must
-        find the chunk mask under `attention_mask` to trim and pool rows) sends `chunk_ids`, the token mask as
-        `token_attention_mask` and the chunk mask as `attention_mask`. A plain transformers caller sends a
-        tokenizer's output: no `chunk_ids`, and `attention_mask` is then the token mask; chunks are read from
-        the separator ids.
-        """
-        if chunk_ids is None:
-            token_mask = token_attention_mask if token_attention_mask is not None else attention_mask
-            chunk_ids = self.chunk_ids_from_separators(input_ids, token_mask)
-            chunk_mask = None
-        else:
-            token_mask, chunk_mask = token_attention_mask, attention_mask
-        if token_mask is None:
-            token_mask = torch.ones_like(input_ids)
-        if chunk_mask is None:
-            # Chunks 0..max per row: the padding chunks of shorter rows are masked out.
-            num_chunks = int(chunk_ids.max().clamp(min=0)) + 1
-            chunk_mask = torch.arange(num_chunks, device=input_ids.device) <= chunk_ids.max(1, keepdim=True).values
-        return token_mask, chunk_ids, chunk_mask.long()
-
-    def chunk_ids_from_separators(
-        self, input_ids: torch.LongTensor, token_attention_mask: torch.Tensor | None
-    ) -> torch.LongTensor:
-        """Chunk index per token from separator ids; special tokens, separators and padding get -1."""
-        separator = self.config.chunk_token_id
-        if separator is None:
-            raise ValueError("config.chunk_token_id is not set: pass chunk_ids or build the checkpoint with a separator")
-        is_separator = input_ids == separator
-        chunk_ids = is_separator.long().cumsum(1)  # (B, T)
-        special = is_separator.clone()
-        for token_id in self._special_token_ids():
-            special |= input_ids == token_id
-        if token_attention_mask is not None:
-            special |= token_attention_mask == 0
-        return chunk_ids.masked_fill(special, -1)
-
-    def _special_token_ids(self) -> list[int]:
-        ids = set(self.config.ignore_token_ids)
-        for config in (self.config, self.config.text_config):
-            for name in ("bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id", "pad_token_id"):
-                token_id = getattr(config, name, None)
-                if isinstance(token_id, int):
-                    ids.add(token_id)
-        return sorted(ids)
 
     def _run_backbone(self, input_ids, token_attention_mask, token_type_ids=None, **kwargs):
         # An all-ones mask is dropped: sdpa then runs maskless instead of materialising (B, 1, T, T).
@@ -596,23 +707,33 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         return self.backbone(input_ids=input_ids, attention_mask=mask, return_dict=True, **extra, **kwargs)
 
 
-
 __all__ = [
+    "CALL_SLACK_TOKENS",
+    "MAX_INDEX_ELEMENTS",
+    "WINDOWS_PER_CALL",
     "ContextEmbedModel",
     "ContextEmbedOutput",
     "ContextEmbedPreTrainedModel",
+    "Piece",
+    "add_piece_sums",
+    "calls_by_length",
     "check_output_dim",
+    "chunk_ids_from_separators",
+    "chunk_layout",
     "chunk_means",
+    "chunk_pieces",
     "chunk_sums_and_counts",
     "cut_and_normalize",
     "document_windows",
+    "index_slices",
     "late_chunk_head",
     "late_chunk_mean",
     "late_chunk_sums",
     "loading_problems",
-    "mix_document_mean",
+    "pad_pieces",
     "pad_token_id",
+    "plan_pieces",
     "plan_windows",
-    "token_budget_batches",
+    "special_token_ids",
     "window_length",
 ]

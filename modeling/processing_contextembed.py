@@ -9,11 +9,14 @@ tokens belong to no chunk (`chunk_ids == -1`).
 
 Documents are never cut. One longer than the model's window is run in overlapping windows by
 the model; with `long_documents="error"` the processor refuses it instead.
+`input_layout="pplx-v2"` builds pplx-embed-v2-context's published inputs instead (`pplx_v2_query_row`,
+`pplx_v2_document_row`).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -23,6 +26,7 @@ from transformers.processing_utils import ProcessorMixin
 LONG_DOCUMENT_MODES = ("window", "error")
 EMPTY_CHUNK_MODES = ("error", "zero")
 TASKS = ("query", "document")
+INPUT_LAYOUTS = ("contextembed", "pplx-v2")
 LongDocuments = Literal["window", "error"]
 EmptyChunks = Literal["error", "zero"]
 Task = Literal["query", "document"]
@@ -46,6 +50,8 @@ class ContextEmbedProcessor(ProcessorMixin):
         chunk_separator (`bool`, defaults to `True`): insert the separator between chunks. `False` gives plain
             late chunking over the backbone's ordinary token sequence (what models not trained with a
             separator, and other late-chunking libraries, see).
+        input_layout (`str`, defaults to `"contextembed"`): `"contextembed"`, as above, or `"pplx-v2"`, the inputs
+            pplx-embed-v2-context was trained on (`pplx_v2_query_row`, `pplx_v2_document_row`; no titles).
 
     The processor keeps a private copy of the fast tokenizer's backend, set once to read special-token strings
     in user text as plain text. The shared tokenizer is never switched back and forth, so other code (and other
@@ -62,6 +68,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         long_documents: str = "window",
         empty_chunks: str = "error",
         chunk_separator: bool = True,
+        input_layout: str = "contextembed",
         chat_template=None,
         **kwargs,
     ):
@@ -69,6 +76,8 @@ class ContextEmbedProcessor(ProcessorMixin):
             raise ValueError(f"long_documents must be one of {LONG_DOCUMENT_MODES}, got {long_documents!r}")
         if empty_chunks not in EMPTY_CHUNK_MODES:
             raise ValueError(f"empty_chunks must be one of {EMPTY_CHUNK_MODES}, got {empty_chunks!r}")
+        if input_layout not in INPUT_LAYOUTS:
+            raise ValueError(f"input_layout must be one of {INPUT_LAYOUTS}, got {input_layout!r}")
         self.chunk_token = chunk_token
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
@@ -76,6 +85,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         self.long_documents = long_documents
         self.empty_chunks = empty_chunks
         self.chunk_separator = chunk_separator
+        self.input_layout = input_layout
         super().__init__(tokenizer, chat_template=chat_template)
         self._text_backend = _text_backend(tokenizer)
         self._wrapping = self._find_wrapping()
@@ -166,6 +176,9 @@ class ContextEmbedProcessor(ProcessorMixin):
         if empty_chunks not in EMPTY_CHUNK_MODES:
             raise ValueError(f"empty_chunks must be one of {EMPTY_CHUNK_MODES}, got {empty_chunks!r}")
         titles = normalize_titles(titles, len(documents))
+        if self.input_layout == "pplx-v2":
+            return self._pplx_v2_rows(documents, task, titles, max_seq_length or self.max_seq_length,
+                                      long_documents, empty_chunks)
         describe = _describe_query if task == "query" else _describe_chunk
 
         prefixes = []
@@ -217,6 +230,45 @@ class ContextEmbedProcessor(ProcessorMixin):
             ids.extend(tokens)
             cids.extend([chunk_index] * len(tokens))
         return {"input_ids": ids + tail, "chunk_ids": cids + [-1] * len(tail), "num_chunks": len(chunk_tokens)}
+
+    def _pplx_v2_rows(self, documents: list[list[str]], task: Task | None, titles: list[str | None],
+                      limit: int | None, long_documents: str, empty_chunks: str) -> list[dict[str, list[int]]]:
+        """Rows in pplx-embed-v2-context's layout; with `task=None` a first chunk that starts with the query prefix
+        (sentence-transformers' prompt) is a query, anything else a document."""
+        if any(title is not None for title in titles):
+            raise ValueError("titles are not part of pplx-embed-v2-context's input (input_layout='pplx-v2')")
+        rows = []
+        for i, chunks in enumerate(documents):
+            prefix, chunks[0] = self._split_prefix(chunks[0], task)
+            query = task == "query" or (task is None and prefix == self.query_prefix != "")
+            describe = _describe_query if query else _describe_chunk
+            for j, chunk in enumerate(chunks):
+                check_text(chunk, describe(i, j))
+            if query and len(chunks) != 1:
+                raise ValueError(f"query {i} has {len(chunks)} chunks: a query is one text")
+            if query:
+                row = pplx_v2_query_row(self.query_prefix_token_id, self.tokenize_text(chunks)[0])
+            else:
+                encode = lambda text: self.tokenize_text([text], return_offsets=True)[0]  # noqa: E731
+                row = pplx_v2_document_row(encode, chunks, self.document_prefix, self.chunk_token)
+            empty = sorted(set(range(len(chunks))) - set(row["chunk_ids"]))
+            if empty and empty_chunks == "error":
+                raise ValueError(f"{describe(i, empty[0])} is empty: it has no tokens, so there is nothing to embed. "
+                                 "Remove it, or pass empty_chunks='zero' to keep an all-zero vector for it")
+            if limit and len(row["input_ids"]) > limit:
+                lead = next((t for t, c in enumerate(row["chunk_ids"]) if c >= 0), 0)  # the prefix's tokens
+                self._check_long_document(i, len(row["input_ids"]), lead, 0, limit, long_documents)
+            rows.append(row)
+        return rows
+
+    @property
+    def query_prefix_token_id(self) -> int:
+        """The id of `query_prefix` as one token of the tokenizer (`input_layout="pplx-v2"`)."""
+        token_id = self.tokenizer.convert_tokens_to_ids(self.query_prefix) if self.query_prefix else None
+        if token_id is None or token_id == self.tokenizer.unk_token_id:
+            raise ValueError(f"input_layout='pplx-v2' puts the query prefix in as its token's id, but the tokenizer "
+                             f"has no token {self.query_prefix!r}")
+        return token_id
 
     def _check_long_document(self, doc_index: int, length: int, context: int, title: int, limit: int,
                              long_documents: str) -> None:
@@ -293,6 +345,40 @@ class ContextEmbedProcessor(ProcessorMixin):
     @property
     def model_input_names(self) -> list[str]:
         return ["input_ids", "token_attention_mask", "chunk_ids", "attention_mask"]
+
+
+def pplx_v2_query_row(prefix_id: int, tokens: list[int]) -> dict[str, list[int]]:
+    """A query in pplx-embed-v2-context's layout: the id of the query prefix (a special token: `[Q] `), then the
+    query's tokens, every one pooled (the prefix included). No other special token is added.
+
+    >>> pplx_v2_query_row(9, [4, 5])
+    {'input_ids': [9, 4, 5], 'chunk_ids': [0, 0, 0], 'num_chunks': 1}
+    """
+    ids = [prefix_id, *tokens]
+    return {"input_ids": ids, "chunk_ids": [0] * len(ids), "num_chunks": 1}
+
+
+def pplx_v2_document_row(encode, chunks: list[str], prefix: str, marker: str) -> dict[str, list[int]]:
+    """A document in pplx-embed-v2-context's layout: `prefix + marker.join(chunks)` tokenised once by `encode`
+    (text -> ids, character offsets; special-token strings read as text, the non-special marker matched), each
+    token pooled into the chunk whose characters it overlaps, -1 for the prefix and the markers. A literal marker
+    inside a chunk is tokenised as the marker but stays in its chunk; an empty chunk owns no token.
+
+    >>> tokens = {"P ab||c": ([7, 8, 9, 9, 5], [(0, 1), (1, 4), (4, 5), (5, 6), (6, 7)])}  # P, " ab", |, |, c
+    >>> pplx_v2_document_row(tokens.get, ["ab", "", "c"], prefix="P ", marker="|")
+    {'input_ids': [7, 8, 9, 9, 5], 'chunk_ids': [-1, 0, -1, -1, 2], 'num_chunks': 3}
+    """
+    ids, offsets = encode(prefix + marker.join(chunks))
+    ends, start = [], len(prefix)
+    for chunk in chunks:
+        ends.append(start + len(chunk))
+        start += len(chunk) + len(marker)
+    starts = [end - len(chunk) for end, chunk in zip(ends, chunks)]
+    chunk_ids = []
+    for s, e in offsets:
+        j = bisect_right(ends, s)  # the first chunk ending after the token starts
+        chunk_ids.append(j if j < len(chunks) and starts[j] < e else -1)
+    return {"input_ids": list(ids), "chunk_ids": chunk_ids, "num_chunks": len(chunks)}
 
 
 def normalize_documents(text) -> list[list[str]]:
@@ -398,5 +484,5 @@ def _text_backend(tokenizer):
     return private
 
 
-__all__ = ["ContextEmbedProcessor", "EmptyChunks", "LongDocuments", "Task", "check_text", "normalize_documents",
-           "normalize_titles"]
+__all__ = ["INPUT_LAYOUTS", "ContextEmbedProcessor", "EmptyChunks", "LongDocuments", "Task", "check_text",
+           "normalize_documents", "normalize_titles", "pplx_v2_document_row", "pplx_v2_query_row"]

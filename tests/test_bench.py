@@ -19,6 +19,7 @@ CASES = {
     "long_documents": ["long_documents.py", "--lengths", "512", "1024", "--chunks", "300", "600"],
     "search": ["search.py", "--chunks", "5000", "--dim", "64", "--queries", "4", "--repeats", "1"],
     "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],
+    "gpu_pplx_v2": ["gpu.py", "--tiny", "--model", "pplx-v2-0.6b", "--tokens", "128", "256", "--docs", "1"],
     "ray_data": ["ray_data.py", "--docs", "4", "--repeats", "1"],
     "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
     "backends": ["backends.py", "--docs", "4", "--repeats", "1", "--model", "{tiny}"],

@@ -27,7 +27,7 @@ from contextembed.backends.core import (
 )
 from contextembed.backends.runtime import CoreRunner
 from contextembed.checkpoint import make_readable
-from contextembed.modeling import ContextEmbedModel
+from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,9 @@ OPENVINO_FILE = "openvino/openvino_model.xml"
 # Agreement with the torch core on new shapes, on unit-length chunk vectors (the direction of the projected sums).
 FLOAT_TOLERANCE = 1e-4
 INT8_MIN_COSINE = 0.95  # dynamic int8 weights change the vectors on purpose; this catches a broken graph
+# Backbones whose graph cannot be exported for every shape, and why (the parity check would refuse the graph later,
+# after minutes of tracing, with the runtime's own message).
+UNEXPORTABLE = {"qwen3_5_text": "its Gated-DeltaNet layers trace to the one sequence length they were traced with"}
 
 
 def export(checkpoint_dir: str | Path, format: ExportFormat = "onnx", quantize: Literal["int8"] | None = None) -> Path:
@@ -58,6 +61,10 @@ def export(checkpoint_dir: str | Path, format: ExportFormat = "onnx", quantize: 
     if not (checkpoint_dir / "config.json").is_file():
         raise ValueError(f"{checkpoint_dir} is not a checkpoint folder (no config.json); export works on a local "
                          "folder: download a Hub checkpoint first")
+    backbone = ContextEmbedConfig.from_pretrained(checkpoint_dir).text_config.model_type
+    if backbone in UNEXPORTABLE:
+        raise ValueError(f"{checkpoint_dir} has a {backbone} backbone, which export does not support: "
+                         f"{UNEXPORTABLE[backbone]}. Run it with the torch backend")
     # Eager attention: torch's sdpa kernels do not carry over, and their decomposition (masking with Where, NaN
     # checks) made onnxruntime 0.58x of torch on bench/backends.py where the eager graph runs 0.76x; same vectors.
     model = ContextEmbedModel.from_pretrained(checkpoint_dir, dtype=torch.float32, attn_implementation="eager").eval()

@@ -151,7 +151,7 @@ class BackendModel:
         sums, counts = late_chunk_sums(
             self._core, input_ids, token_attention_mask, chunk_ids, attention_mask.shape[1],
             window_length(self.config, max_seq_length), width=self.config.full_dim,
-            head_tokens=self.config.window_head_tokens, overlap=self.config.window_overlap,
+            window_head_tokens=self.config.window_head_tokens, overlap=self.config.window_overlap,
             pad_id=pad_token_id(self.config),
         )
         # The core projected the sums already, so the head only takes the mean, cuts and normalises.

@@ -4,7 +4,7 @@
     contextembed encode PATH OUTPUT_DIR   write a corpus's chunk vectors and metadata for later searches
     contextembed build BACKBONE_DIR OUTPUT_DIR   wrap a Hugging Face backbone as a contextembed checkpoint
     contextembed export CHECKPOINT        write the model's core as ONNX or OpenVINO into the checkpoint
-    contextembed convert SRC_DIR OUT_DIR  Perplexity's pplx-embed-context-v1 as a checkpoint that needs no remote code
+    contextembed convert SRC_DIR OUT_DIR  Perplexity's pplx-embed(-v2)-context as a checkpoint needing no remote code
     contextembed evaluate [DATA]          score a model (default: the shipped contextual evaluation sets)
     contextembed train CHECKPOINT DATA OUTPUT_DIR   fine-tune for contextual retrieval
     contextembed serve [MODEL]            the model over HTTP (OpenAI, Perplexity and Voyage embedding APIs)

@@ -46,12 +46,15 @@ def add_commands(commands) -> None:
                         help="int8: also write dynamically quantised int8 weights (ONNX only)")
     export.set_defaults(func=export_command)
 
-    convert = commands.add_parser("convert", help="convert a pplx-embed-context-v1 folder (no remote code needed)",
-                                  description="Reads Perplexity's pplx-embed-context-v1 (0.6B / 4B) from a local "
-                                              "folder (its Qwen3 weights, config and tokenizer; its .py files are "
-                                              "never run) and writes a contextembed checkpoint that transformers "
-                                              "and sentence-transformers load with trust_remote_code=False.")
-    convert.add_argument("source", help="local pplx-embed-context-v1 folder (e.g. a huggingface-cli download)")
+    convert = commands.add_parser("convert", help="convert a pplx-embed-context-v1 or pplx-embed-v2-context folder "
+                                                  "(no remote code needed)",
+                                  description="Reads Perplexity's pplx-embed-context-v1 (0.6B / 4B) or "
+                                              "pplx-embed-v2-context (text only) from a local folder (its weights, "
+                                              "config and tokenizer; its .py files are never run) and writes a "
+                                              "contextembed checkpoint that transformers and sentence-transformers "
+                                              "load with trust_remote_code=False.")
+    convert.add_argument("source", help="local pplx-embed-context-v1 or pplx-embed-v2-context folder (e.g. a "
+                                        "huggingface-cli download)")
     convert.add_argument("output_dir", help="folder to write the checkpoint to (new or empty; or a checkpoint, with "
                                             "--overwrite)")
     convert.add_argument("--source-id", help="the Hub id it came from, for the card (base_model)")
@@ -86,8 +89,12 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    from contextembed.convert import convert_pplx
+    from contextembed.convert import convert_pplx, source_converter
 
-    convert_pplx(args.source, args.output_dir, source_id=args.source_id, overwrite=args.overwrite)
-    print(f"wrote a contextembed checkpoint to {args.output_dir} (separator <|endoftext|>, int8 = round(tanh(x)*127))")
+    convert = source_converter(args.source) or convert_pplx  # which names what the folder is not
+    model, _ = convert(args.source, args.output_dir, source_id=args.source_id, overwrite=args.overwrite)
+    config = model.config
+    head = ", head tanh" if config.head_activation == "tanh" else ""
+    print(f"wrote a contextembed checkpoint to {args.output_dir} (separator {config.chunk_token}{head}, "
+          "int8 = round(tanh(x)*127))")
     return 0

@@ -121,7 +121,7 @@ def search_command(args: argparse.Namespace) -> int:
         return 0
     show_results(args.query, result, records, chunks_per_doc=args.chunks_per_doc, context=args.context,
                  precision=precision, output_dim=output_dim,
-                 int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
+                 int8_clip_sigmas=None if model.config.int8_scheme != "unit" else model.config.int8_clip_sigmas)
     if args.compare:
         show_comparison(model, query, vectors, records, output_dim=args.output_dim, batch_size=args.batch_size)
     return 0
@@ -170,7 +170,7 @@ def _search_store(args: argparse.Namespace) -> int:
             return 0
         show_store_results(args.query, hits, uri=store.uri, chunks=store.count_chunks(), precision=info.precision,
                            output_dim=info.output_dim,
-                           int8_clip_sigmas=None if model.config.int8_scheme == "tanh" else model.config.int8_clip_sigmas)
+                           int8_clip_sigmas=None if model.config.int8_scheme != "unit" else model.config.int8_clip_sigmas)
     return 0
 
 

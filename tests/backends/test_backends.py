@@ -260,10 +260,19 @@ def test_onnx_carries_the_opening_like_torch(built, tmp_path):
     assert np.abs(carried[0][-1] - carried[1][-1]).max() > 1e-4  # the last window sees the edited opening
 
 
-def test_onnx_mixes_the_document_like_torch(built, tmp_path):
-    """With document_mix set, the exported graph's sums give torch's vectors: the mix is in the shared head."""
-    reference, onnx = torch_and_onnx_with(built["bert"][0], tmp_path / "mix", document_mix=0.3)
-    assert_same_vectors(reference, onnx, batch_of_new_shapes(seed=5), atol=1e-4)
+def test_onnx_applies_the_tanh_head_like_torch(built, tmp_path):
+    """With pplx-embed-v2's head (tanh after the projection, int8 as round(127 x)), the exported graph's sums give
+    torch's vectors and codes: the activation is in the head both share."""
+    reference, onnx = torch_and_onnx_with(built["bert"][0], tmp_path / "tanh", head_activation="tanh",
+                                          int8_scheme="bounded")
+    documents = batch_of_new_shapes(seed=5)
+    assert_same_vectors(reference, onnx, documents, atol=1e-4)
+    with torch.no_grad():
+        raw = reference.model(**reference.processor(documents), normalize=False).chunk_embeddings
+    assert raw.abs().max() < 1  # the head's output before normalisation is tanh's
+    for torch_codes, onnx_codes in zip(reference.encode_documents(documents, precision="int8"),
+                                       onnx.encode_documents(documents, precision="int8")):
+        assert np.abs(torch_codes.astype(int) - onnx_codes).max() <= 1
 
 
 def test_onnx_mixes_each_chunk_alone_like_torch(exported):

@@ -17,16 +17,14 @@ class TestValidation:
         ("kwargs", "message"),
         [
             ({"default_precision": "int4"}, r"default_precision must be one of .*'int8'.*got 'int4'"),
-            ({"pooling": "cls"}, r"pooling must be one of \('mean',\), got 'cls'"),
+            ({"head_activation": "relu"}, r"head_activation must be one of \(None, 'tanh'\), got 'relu'"),
+            ({"int8_scheme": "bounded"}, r"int8_scheme 'bounded' .* needs head_activation='tanh'"),
             ({"embedding_dim": 16, "matryoshka_dims": [8, 12]}, "must include the full size 16"),
             ({"embedding_dim": 16, "matryoshka_dims": [8, 32]}, r"matryoshka_dims must be integers in 1..16"),
             ({"embedding_dim": 16, "matryoshka_dims": [8, 16], "output_dim": 4}, r"output_dim must be one of \[8, 16\]"),
             ({"embedding_dim": -1}, "embedding_dim must be a positive integer"),
             ({"window_overlap": 1.0}, r"window_overlap must be in \[0, 1\)"),
             ({"window_head_tokens": -3}, "window_head_tokens must be a non-negative integer"),
-            ({"document_mix": 1.0}, r"document_mix must be a number in \[0, 1\)"),
-            ({"document_mix": -0.1}, r"document_mix must be a number in \[0, 1\)"),
-            ({"document_mix": "0.2"}, r"document_mix must be a number in \[0, 1\)"),
             ({"int8_clip_sigmas": 0}, "int8_clip_sigmas must be positive"),
             ({"chunk_token": ""}, "chunk_token must be a non-empty string"),
             ({"text_config": {"hidden_size": 8}}, "text_config must name its `model_type`"),
@@ -43,13 +41,30 @@ class TestRoundTrip:
     def test_save_and_load(self, tmp_path, family):
         config = ContextEmbedConfig(text_config=tiny_text_config(family, 100), embedding_dim=16,
                                     matryoshka_dims=[8, 16], query_prefix="query: ", window_head_tokens=4,
-                                    document_mix=0.25)
+                                    head_activation="tanh", int8_scheme="bounded")
         config.save_pretrained(tmp_path)
         loaded = ContextEmbedConfig.from_pretrained(tmp_path)
         assert loaded.to_dict() == config.to_dict()
         assert loaded.text_config.model_type == family
         assert loaded.text_config.is_causal is False
         assert 'auto_map' not in json.loads((tmp_path / "config.json").read_text())
+
+    def test_a_config_json_written_before_the_removed_keys_went_still_loads(self, tmp_path):
+        """A config.json of the previous release carries `pooling` and `document_mix`: it loads as before, and the
+        keys are gone once it is saved again. A file that set either to anything else would compute other vectors
+        than it asks for, so it is refused with the key named."""
+        written = ContextEmbedConfig(text_config=tiny_text_config("bert", 100), embedding_dim=16).to_dict()
+        written.update(pooling="mean", document_mix=0.0)  # the keys every earlier checkpoint wrote
+        (tmp_path / "config.json").write_text(json.dumps(written))
+        loaded = ContextEmbedConfig.from_pretrained(tmp_path)
+        assert (loaded.embedding_dim, loaded.head_activation) == (16, None)
+        assert not hasattr(loaded, "pooling") and not hasattr(loaded, "document_mix")
+        loaded.save_pretrained(tmp_path / "again")
+        assert not {"pooling", "document_mix"} & set(json.loads((tmp_path / "again" / "config.json").read_text()))
+        for key, value in (("document_mix", 0.2), ("pooling", "cls")):
+            (tmp_path / "config.json").write_text(json.dumps(written | {key: value}))
+            with pytest.raises(ValueError, match=f"{key} was removed .* got {value!r}"):
+                ContextEmbedConfig.from_pretrained(tmp_path)
 
     def test_dict_text_config(self):
         config = ContextEmbedConfig(text_config={"model_type": "qwen3", "hidden_size": 32, "num_attention_heads": 4})

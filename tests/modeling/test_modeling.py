@@ -93,6 +93,59 @@ class TestLateChunkPoolInvariants:
         assert cids[0] == -1 and cids[-1] == -1  # CLS ... SEP
 
 
+class TestIndexGuard:
+    """The pooling never scatters over 2^31 elements at once (a 32-bit index would wrap): checked on shapes, with
+    meta tensors that hold no memory, and on small tensors with a lowered limit against the one-scatter result."""
+
+    def test_a_262144_token_pass_of_the_9b_is_one_scatter_and_two_are_sliced(self):
+        from contextembed.modeling import MAX_INDEX_ELEMENTS, index_slices
+
+        assert index_slices(1, 262_144, 4096) == [slice(0, 4096)]  # 2^30 elements
+        parts = index_slices(2, 262_144, 4096)  # 2^31 elements: over the limit by one
+        assert len(parts) == 2 and parts[0].start == 0 and parts[-1].stop == 4096
+        assert all(2 * 262_144 * (p.stop - p.start) <= MAX_INDEX_ELEMENTS for p in parts)
+        assert [i for p in parts for i in range(p.start, p.stop)] == list(range(4096))
+
+    def test_sliced_pooling_runs_on_shapes_alone(self):
+        hidden = torch.empty(2, 262_144, 4096, device="meta")
+        chunk_ids = torch.empty(2, 262_144, dtype=torch.long, device="meta")
+        sums, counts = chunk_sums_and_counts(hidden, chunk_ids, 512)
+        assert sums.shape == (2, 512, 4096) and counts.shape == (2, 512) and sums.dtype == torch.float32
+
+    def test_more_positions_than_an_index_can_hold_is_an_error(self):
+        from contextembed.modeling import index_slices
+
+        with pytest.raises(ValueError, match="more than 2147483647 positions"):
+            index_slices(8193, 262_144, 1)
+
+    def test_slices_give_the_one_scatter_result_exactly(self):
+        hidden = torch.randn(3, 17, 10)
+        chunk_ids = torch.randint(-1, 4, (3, 17))
+        whole = chunk_sums_and_counts(hidden, chunk_ids, 4)
+        sliced = chunk_sums_and_counts(hidden, chunk_ids, 4, max_index_elements=3 * 17 * 3)  # 4 slices of 3, 3, 3, 1
+        assert torch.equal(whole[0], sliced[0]) and torch.equal(whole[1], sliced[1])
+        assert torch.allclose(whole[0] / whole[1].clamp(min=1).unsqueeze(-1), loop_mean(hidden, chunk_ids, 4),
+                              atol=1e-6)
+
+
+class TestWindowCalls:
+    @pytest.mark.parametrize("seed", range(10))
+    def test_calls_cover_every_piece_once_within_their_limits(self, seed):
+        from contextembed.modeling import calls_by_length
+
+        g = torch.Generator().manual_seed(seed)
+        lengths = torch.randint(1, 100, (int(torch.randint(1, 30, (1,), generator=g)),), generator=g).tolist()
+        calls = calls_by_length(lengths, max_tokens=250, slack=10)
+        assert sorted(i for call in calls for i in call) == list(range(len(lengths)))
+        for call in calls:
+            longest = max(lengths[i] for i in call)
+            assert lengths[call[0]] == longest  # the first is the longest: the call pads to it
+            assert len(call) == 1 or longest * len(call) <= 250
+            assert longest - min(lengths[i] for i in call) <= 10
+        firsts = [lengths[call[0]] for call in calls]
+        assert firsts == sorted(firsts, reverse=True)
+
+
 class TestContextuality:
     def test_editing_a_later_chunk_changes_an_earlier_one(self, model_and_processor):
         model, processor = model_and_processor

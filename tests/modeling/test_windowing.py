@@ -57,8 +57,7 @@ def reference_plan(spans, length, budget, overlap):
 
 def oracle(model, processor, chunks, titles=None):
     """Each chunk's vector computed token by token: every planned window run alone through the backbone (its
-    lead, carried opening and tail around it), each token pooled from the window that owns its piece; with
-    `config.document_mix` w, each chunk's mean is (1 - w) * its own + w * the mean of all the document's tokens."""
+    lead, carried opening and tail around it), each token pooled from the window that owns its piece."""
     row = processor.tokenize_documents([chunks], titles=titles)[0]
     ids, cids = torch.tensor(row["input_ids"]), torch.tensor(row["chunk_ids"])
     pooled = (cids >= 0).nonzero().flatten()
@@ -88,9 +87,8 @@ def oracle(model, processor, chunks, titles=None):
                 for token in range(s, e):
                     sums[body_cids[token]] += hidden[len(lead) + carry + token - ws]
                     counts[body_cids[token]] += 1
-    w = model.config.document_mix
     with torch.inference_mode():
-        vectors = model.projection((1 - w) * sums / counts[:, None] + w * sums.sum(0) / counts.sum())
+        vectors = model.projection(sums / counts[:, None])
     dim = model.config.output_dim or vectors.shape[-1]
     return torch.nn.functional.normalize(vectors[:, :dim], dim=-1), len(windows)
 
@@ -218,41 +216,6 @@ class TestWindows:
         b = run(model, processor, [chunks], titles=["table of a company"])[0]
         assert (a[-1] - b[-1]).abs().max() > 1e-4
         assert (a - oracle(model, processor, chunks, titles=["lease of one street"])[0]).abs().max() <= 1e-5
-
-
-class TestDocumentMix:
-    def test_long_document_matches_window_oracle(self, model_and_processor):
-        model, processor = model_and_processor
-        mixing = copy.deepcopy(model)
-        mixing.config.document_mix = 0.3
-        chunks = long_document(30)
-        got = run(mixing, processor, [chunks])[0]
-        expected, n_windows = oracle(mixing, processor, chunks)
-        assert n_windows > 2 and got.shape == (30, 16)
-        assert (got - expected).abs().max() <= 1e-5
-        assert (got - run(model, processor, [chunks])[0]).abs().max() > 1e-3  # the mix changes every vector
-
-    def test_every_window_reaches_every_chunk(self, model_and_processor):
-        """Without carried tokens the last window never sees the opening; with the mix, its chunks do."""
-        model, processor = model_and_processor
-        mixing = copy.deepcopy(model)
-        mixing.config.window_head_tokens, mixing.config.document_mix = 0, 0.2
-        chunks = long_document(30)
-        edited = ["she is the company"] + chunks[1:]
-        a, b = (run(mixing, processor, [d])[0] for d in (chunks, edited))
-        assert (a[-1] - b[-1]).abs().max() > 1e-4
-        assert len(a) == len(b) == 30  # still one vector per chunk
-
-    def test_batch_composition_and_one_chunk_documents(self, model_and_processor):
-        model, processor = model_and_processor
-        mixing = copy.deepcopy(model)
-        mixing.config.document_mix = 0.4
-        docs = [long_document(3, seed=1), long_document(40, seed=2), long_document(1, seed=3)]
-        together = run(mixing, processor, docs)
-        for doc, got in zip(docs, together):
-            assert (got - run(mixing, processor, [doc])[0]).abs().max() <= 1e-5
-        # A one-chunk document (a query) is its own document mean: the mix leaves it as it was.
-        assert (together[2] - run(model, processor, [docs[2]])[0]).abs().max() <= 1e-6
 
 
 class TestPlan:
