@@ -21,7 +21,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from contextembed.delta import read_delta
 from contextembed.encoder import default_max_tokens_per_batch
-from contextembed.modeling import cut_and_normalize, token_budget_batches, window_length
+from contextembed.batching import token_budget_batches
+from contextembed.modeling import cut_and_normalize, window_length
 from contextembed.training.config import TrainConfig
 from contextembed.training.losses import (
     chunk_scores,

@@ -301,7 +301,8 @@ def test_the_mix_teacher_reads_chunks_alone_in_passes_of_similar_length(built):
     """L_mix's teacher runs a batch's chunks alone in passes of similar length, not one pass padded to the longest:
     padding is masked, so each chunk keeps the vector of the single pass, in the batch's order (a chunk longer than
     the window included)."""
-    from contextembed.modeling import ContextEmbedProcessor, token_budget_batches
+    from contextembed.batching import token_budget_batches
+    from contextembed.modeling import ContextEmbedProcessor
     from contextembed.training.model import one_chunk_vectors
 
     model = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
@@ -321,7 +322,8 @@ def test_document_passes_by_length_give_the_one_call_vectors_and_gradients(built
     longest row, to return hidden states): every chunk keeps its one-call vector, in the batch's order, padding
     chunks stay zero, and the gradient is the one-call gradient. A batch with a row longer than a window is the one
     call."""
-    from contextembed.modeling import ContextEmbedProcessor, token_budget_batches
+    from contextembed.batching import token_budget_batches
+    from contextembed.modeling import ContextEmbedProcessor
     from contextembed.training.model import chunk_vectors
 
     model = ContextEmbedModel.from_pretrained(built["bert"][0]).eval()
