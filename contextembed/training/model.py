@@ -19,9 +19,9 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("training needs peft and accelerate: pip install 'contextembed[train]'") from error
 
+from contextembed.batching import token_budget_batches
 from contextembed.delta import read_delta
 from contextembed.encoder import default_max_tokens_per_batch
-from contextembed.batching import token_budget_batches
 from contextembed.modeling import cut_and_normalize, window_length
 from contextembed.training.config import TrainConfig
 from contextembed.training.losses import (
