@@ -72,13 +72,15 @@ def render_model_card(
             "none (identity): chunk vectors have the backbone's hidden size"
             if config.embedding_dim is None
             else f"linear {text_config.hidden_size} → {config.embedding_dim}, no bias, kept in fp32"
+            + (", then tanh" if config.head_activation == "tanh" else "")
         ),
         "matryoshka": ", ".join(str(d) for d in config.allowed_dims),
         "normalization": "L2 after the Matryoshka cut" if config.normalize else "none",
         "window": config.max_seq_length,
         "overlap": config.window_overlap,
         "head_tokens": config.window_head_tokens,
-        "clip": config.int8_clip_sigmas,
+        "pooling": _pooling(config, processor),
+        "int8": _int8(config),
         "precision": config.default_precision,
         "results": results,
         "limitations": limitations,
@@ -128,6 +130,30 @@ def card_metadata(*, base_model: str | None = None, license: str | None = None,
                 lines += [f"    - type: {json.dumps(kind)}", f"      value: {float(row['value'])}",
                           f"      name: {json.dumps(row['metric'])}"]
     return "".join(line + "\n" for line in lines)
+
+
+def _pooling(config, processor) -> str:
+    if getattr(processor, "input_layout", "contextembed") == "pplx-v2":
+        return ("a query: the mean of all its tokens' final hidden states, the query prefix token included; a document: "
+                "the document prefix and the chunks joined by the separator, tokenised once, and each chunk the mean "
+                "of the tokens that overlap its characters (prefix and separators excluded); computed in fp32")
+    return ("mean of each chunk's final hidden states; prefix, separator and special tokens belong to no chunk; "
+            "computed in fp32")
+
+
+def _int8(config) -> str:
+    """How the checkpoint codes int8, in words (its `int8_scheme`).
+
+    >>> from types import SimpleNamespace
+    >>> _int8(SimpleNamespace(int8_scheme="bounded", int8_clip_sigmas=5.0))
+    'round(x * 127) of the unnormalised output x (already in (-1, 1) after the tanh), the published codes'
+    """
+    if config.int8_scheme == "tanh":
+        return "round(tanh(x) * 127) of the unnormalised vector x (pplx-embed-context-v1's scheme)"
+    if config.int8_scheme == "bounded":
+        return "round(x * 127) of the unnormalised output x (already in (-1, 1) after the tanh), the published codes"
+    return (f"deterministic, stored in the config: a unit vector of size *d* is coded as "
+            f"`clip(round(x * 127 * sqrt(d) / {config.int8_clip_sigmas}), -127, 127)`")
 
 
 def _show(prefix: str) -> str:
