@@ -40,7 +40,7 @@ from _common import interleaved, write_result  # noqa: E402
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel  # noqa: E402
 
 MODELS = ("qwen3", "pplx-v2-0.6b")
-# pplx-embed-v2-context-0.6b's geometry, inferred (shared/notes/pplx-v2-context.md): 12 layers at hidden 1024, 6
+# pplx-embed-v2-context-0.6b's geometry, inferred (docs/pplx-v2.md: from the public ports that read its remote code): 12 layers at hidden 1024, 6
 # Gated-DeltaNet and 6 full attention (the sibling v2-late-0.6b's 150 layer tensors), vocabulary 248,320, 1024-d
 # output; the head and MLP sizes are Qwen3.5's small-model ratios, chosen so that the text model has ~0.5B parameters.
 PPLX_V2_06B = dict(vocab_size=248320, hidden_size=1024, intermediate_size=3584, num_hidden_layers=12,

@@ -4,7 +4,7 @@ A pplx-embed-v2-context folder (`model_type` `pplx_contextual_qwen3_5`) holds a 
 retrieval fields on top, the text backbone's weights under `language_model.*` and the vision tower's under
 `visual.*` in shards with an index, and the projection `contextual_projection.weight` ([embedding_dim, hidden],
 fp32) in a separate `contextual_head.safetensors`. Its `auto_map` names the repository's own code; none of it is
-imported here. What that code computes, as the ports that read it describe it (`shared/notes/pplx-v2-context.md`),
+imported here. What that code computes, as the public ports that read it describe it (docs/pplx-v2.md),
 and how it is kept:
 
 - backbone: stock `Qwen3_5TextModel` built from `text_config` (Gated-DeltaNet and full-attention layers); the

@@ -1,6 +1,6 @@
 """A tiny random pplx-embed-v2-context folder laid out as published, and the published computation over it.
 
-The folder (`make_source`) follows `shared/notes/pplx-v2-context.md`: a Qwen3.5 VL `config.json` of model type
+The folder (`make_source`) follows the published layout (docs/pplx-v2.md): a Qwen3.5 VL `config.json` of model type
 `pplx_contextual_qwen3_5` with the retrieval fields and an `auto_map` whose files write a marker file if anything
 ever imports them; `language_model.*` and `visual.*` weights in shards with an index; `contextual_projection.weight`
 (fp32, [E, H]) in `contextual_head.safetensors`; a byte-level BPE tokenizer (NFC, Qwen's split pattern) with special
