@@ -82,7 +82,7 @@ def render(job: Job, vectors) -> bytes:
                       separators=(",", ":")).encode("utf-8")
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:  # async: FastAPI would run a plain `def` in the thread pool
     return request.app.state.service
 
 
@@ -95,7 +95,7 @@ async def require_key(served: Served,
     if not served.keys:
         return
     given = credentials.credentials.encode() if credentials is not None else b""
-    if not any(hmac.compare_digest(given, key) for key in served.keys):  # every key compared: constant time
+    if not any([hmac.compare_digest(given, key) for key in served.keys]):  # a list: every key compared, every time
         raise RequestError("a valid API key is required (Authorization: Bearer <key>)", status=401)
 
 
