@@ -102,3 +102,35 @@ def last_escaped_exception(log, until: str, timeout: float = 10) -> str:
         if until in logged or time.monotonic() > deadline:
             return logged
         time.sleep(0.1)
+
+
+def test_starlettes_own_refusals_come_in_the_same_error_shape(faulty):
+    url, _ = faulty
+    body = json.dumps({"input": [["word " * 1000]], "model": "tiny"}).encode()  # over the 4096-byte body limit
+    declared = httpx.post(url + "/v1/contextualizedembeddings", content=body, timeout=60)
+    assert declared.status_code == 413 and declared.text == "Content Too Large"  # Starlette's, before any reading
+    streamed = httpx.post(url + "/v1/contextualizedembeddings", content=iter([body[:2048], body[2048:]]), timeout=60)
+    assert "content-length" not in streamed.request.headers  # sent in chunks: found too large while read
+    assert streamed.status_code == 413
+    assert streamed.json()["error"]["message"] == "the request body is larger than the limit of 4096 bytes"
+    missing = httpx.get(url + "/v1/nothing")
+    assert missing.status_code == 404 and missing.json()["error"] == {
+        "message": "Not Found", "type": "not_found_error", "param": None, "code": 404}
+    wrong = httpx.get(url + "/v1/embeddings")
+    assert wrong.status_code == 405 and wrong.json()["error"]["message"] == "Method Not Allowed"
+
+
+def test_the_metrics_count_every_answer_by_route_and_status(faulty):
+    url, _ = faulty
+    post(url, {"model": "tiny"})
+    post(url, {"input": [["The rent is due."]], "model": "tiny"})
+    httpx.get(url + "/v1/nothing")
+    httpx.get(url + "/health")
+    metrics = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+               for line in httpx.get(url + "/metrics").text.splitlines() if line and not line.startswith("#")}
+    route = '{code="%s",route="/v1/contextualizedembeddings"}'
+    assert metrics["contextembed_requests_total" + route % 400] >= 1
+    assert metrics["contextembed_requests_total" + route % 500] >= 1  # an exception that escaped, counted
+    assert metrics['contextembed_requests_total{code="404",route="unmatched"}'] >= 1
+    assert not any('route="/health"' in name or 'route="/metrics"' in name for name in metrics)  # probes: not counted
+    assert metrics["contextembed_requests_in_flight"] == 0
