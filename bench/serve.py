@@ -14,12 +14,20 @@ gain (16 clients with requests merged ÷ a server started with `--no-request-mer
 processes of one thread each (`contextembed serve --workers N --threads-per-worker 1`) at every client count; and the
 ceiling batching can reach: direct encoding in calls of 16 documents ÷ one call. Bounded: at most `--documents`
 documents per round, loopback only.
+
+    python bench/serve.py --against main [--clients 1 4 16] [--repeats 5]
+
+measures a change to the server instead: this checkout's server and the server of a git ref (its `contextembed/`
+and `modeling/` from `git archive`, imported through `PYTHONPATH`) run side by side with the same options, their
+rounds alternated at each client count, and the result file (`serve_against_<ref>`) gives this ÷ ref throughput per
+pair of rounds (median and range), the p50 latency ratio, and each ÷ direct.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import socket
 import statistics
 import subprocess
@@ -39,13 +47,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(model: str, *extra: str) -> tuple[subprocess.Popen, str]:
+def start_server(model: str, *extra: str, tree: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """`contextembed serve` of this checkout, or of the package extracted into `tree` (`checkout`)."""
     import httpx
 
     port = free_port()
-    command = [str(Path(sys.executable).with_name("contextembed")), "serve", model, "--port", str(port),
-               "--served-model-name", "bench", *extra]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    arguments = ["serve", model, "--port", str(port), "--served-model-name", "bench", *extra]
+    if tree is None:
+        command, environment = [str(Path(sys.executable).with_name("contextembed")), *arguments], None
+    else:  # -P: nothing before PYTHONPATH on the path, so `contextembed` is imported from `tree`
+        command = [sys.executable, "-P", "-c", "import sys; from contextembed.cli import main; sys.exit(main())",
+                   *arguments]
+        environment = {**os.environ, "PYTHONPATH": str(tree)}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=environment)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         if process.poll() is not None:
@@ -128,12 +143,13 @@ class Clients:
 
 
 @contextlib.contextmanager
-def serving(model: str, options: list[str], client_counts: list[int], warm_up: list[list[str]], workers: int = 1):
-    """A server started with `options` and a pool of clients for each count, both closed after: the server's
-    `workers` processes all answer, and one round of the `warm_up` documents (connections open, first passes run)
-    comes before any timed round."""
+def serving(model: str, options: list[str], client_counts: list[int], warm_up: list[list[str]], workers: int = 1,
+            tree: Path | None = None):
+    """A server started with `options` (of the package in `tree`, if given) and a pool of clients for each count,
+    both closed after: the server's `workers` processes all answer, and one round of the `warm_up` documents
+    (connections open, first passes run) comes before any timed round."""
     pools = {count: Clients(count) for count in sorted(set(client_counts))}
-    process, url = start_server(model, *options)
+    process, url = start_server(model, *options, tree=tree)
     try:
         wait_for_workers(url, workers)
         round_trip(url, warm_up, pools[max(pools)])
@@ -188,36 +204,31 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="contextembed-all-MiniLM-L6-v2")
-    parser.add_argument("--documents", type=int, default=160)
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--repeats", type=int, default=5, help="rounds per setting (median reported)")
-    parser.add_argument("--workers", type=int, default=2,
-                        help="processes of the multi-process server measured beside the one-process one (1: skip it)")
-    parser.add_argument("--server-option", action="append", default=[],
-                        help="one more argument for `contextembed serve` (repeatable), e.g. --server-option=--torch-threads=1")
-    args = parser.parse_args()
+class Direct:
+    """`encode_documents` on the bench's documents in this process: the baseline every round is timed against."""
 
-    import contextembed
-    from contextembed.evaluation.datasets import shipped_dataset
-    from contextembed.evaluation.loaders import load_context_bench
+    def __init__(self, model, documents: list[list[str]]):
+        self.model, self.documents = model, documents
+        self.times = [self()]
 
-    loaded, _ = load_context_bench(shipped_dataset("recipes"))
-    documents = [d.sentences for d in loaded][: args.documents]
-    model = contextembed.load(args.model)
-
-    def direct(group: int | None = None) -> float:
+    def __call__(self, group: int | None = None) -> float:
         """Seconds to encode the documents in one call, or in calls of `group` documents (all a server sees at once
         when `group` one-document requests are in flight)."""
         start = time.perf_counter()
-        step = group or len(documents)
-        for i in range(0, len(documents), step):
-            model.encode_documents(documents[i : i + step], show_progress_bar=False)
+        step = group or len(self.documents)
+        for i in range(0, len(self.documents), step):
+            self.model.encode_documents(self.documents[i : i + step], show_progress_bar=False)
         return time.perf_counter() - start
 
-    direct_times = [direct()]
+    def around(self) -> float:
+        """Runs once more and returns the mean of the last two runs: the baseline of whatever ran between them."""
+        self.times.append(self())
+        return (self.times[-2] + self.times[-1]) / 2
+
+
+def measure_all(args, model, documents: list[list[str]]) -> tuple[dict, list[str]]:
+    """The figures of the module docstring: (the numbers, the lines of the result file)."""
+    direct = Direct(model, documents)
     top = max(args.clients)
     data = {"documents": len(documents), "chunks": sum(map(len, documents)), "rounds": {}, "repeats": args.repeats,
             "workers": args.workers}
@@ -228,9 +239,7 @@ def main() -> int:
         rounds = []
         for _ in range(args.repeats):
             seconds, latencies = round_trip(url, documents, clients, wire)
-            direct_times.append(direct())
-            rounds.append({"seconds": seconds, "latencies": latencies,
-                           "direct_seconds": (direct_times[-2] + direct_times[-1]) / 2})
+            rounds.append({"seconds": seconds, "latencies": latencies, "direct_seconds": direct.around()})
         data["rounds"][name] = {"repeats": rounds,
                                 "throughput_ratio": statistics.median(r["direct_seconds"] / r["seconds"] for r in rounds)}
 
@@ -238,7 +247,7 @@ def main() -> int:
         for clients in args.clients:
             measure(f"merged/{clients}", url, pools[clients])
         measure(f"merged-float/{top}", url, pools[top], wire="float")
-        served = int8_round(url, documents, pools[top])
+        served = {"int8": int8_round(url, documents, pools[top])}
     with serving(args.model, ["--no-request-merging", *args.server_option], [top], documents[:32]) as (url, pools):
         measure(f"unmerged/{top}", url, pools[top])
     if args.workers > 1:
@@ -246,29 +255,31 @@ def main() -> int:
         with serving(args.model, options, args.clients, documents[:32], workers=args.workers) as (url, pools):
             for clients in args.clients:
                 measure(f"workers/{clients}", url, pools[clients])
-            served_by_workers = int8_round(url, documents, pools[top])
+            served["int8_workers"] = int8_round(url, documents, pools[top])
     ceiling = []
     for _ in range(args.repeats):  # what batching can reach when only `top` documents are known at once
         grouped = direct(top)
-        direct_times.append(direct())
-        ceiling.append((direct_times[-2] + direct_times[-1]) / 2 / grouped)
+        ceiling.append(direct.around() / grouped)
     data["groups_ceiling"] = statistics.median(ceiling)
-
     expected = [model.encode_documents([d], precision="int8", show_progress_bar=False)[0] for d in documents]
-    codes = sum(e.size for e in expected)
+    for name, codes in served.items():
+        data[name] = moved_codes(codes, expected)
+    data["direct_seconds"] = direct.times
+    return data, report(args, data, statistics.median(direct.times) / len(documents))
 
-    def moved_codes(served: list[np.ndarray]) -> dict:
-        moved = [int((s.astype(int) != e).sum()) for s, e in zip(served, expected)]
-        return {"codes": codes, "moved": sum(moved), "documents_with_moved_codes": sum(m > 0 for m in moved),
-                "largest_move": max(int(np.abs(s.astype(int) - e).max()) for s, e in zip(served, expected))}
 
-    data["int8"] = moved_codes(served)
-    if args.workers > 1:
-        data["int8_workers"] = moved_codes(served_by_workers)
-    base = statistics.median(direct_times)
-    per_document = base / len(documents)
-    data["direct_seconds"] = direct_times
-    lines = [f"{len(documents)} recipes documents ({data['chunks']} chunks), one document per request, model "
+def moved_codes(served: list[np.ndarray], expected: list[np.ndarray]) -> dict:
+    """How many of the served int8 codes differ from each document's codes encoded alone, and by how much."""
+    moved = [int((s.astype(int) != e).sum()) for s, e in zip(served, expected)]
+    return {"codes": sum(e.size for e in expected), "moved": sum(moved),
+            "documents_with_moved_codes": sum(m > 0 for m in moved),
+            "largest_move": max(int(np.abs(s.astype(int) - e).max()) for s, e in zip(served, expected))}
+
+
+def report(args, data: dict, per_document: float) -> list[str]:
+    """The result file's lines for `measure_all`'s numbers (latencies in units of the direct time per document)."""
+    top = max(args.clients)
+    lines = [f"{data['documents']} recipes documents ({data['chunks']} chunks), one document per request, model "
              f"`{args.model}`, clients holding one connection each; direct = one `encode_documents` call on the same "
              f"documents in the bench process. Each round is timed against the mean of the direct runs just before "
              f"and after it; median of {args.repeats} rounds.", "",
@@ -286,23 +297,122 @@ def main() -> int:
                      f"{round_['throughput_ratio']:.3f} | {p50 / per_document:.1f} | {p99 / per_document:.1f} |")
     gain = data["rounds"][f"merged/{top}"]["throughput_ratio"] / data["rounds"][f"unmerged/{top}"]["throughput_ratio"]
     data["batching_gain"] = gain
+    int8 = data["int8"]
     lines += ["", f"Batching gain at {top} clients (merged ÷ one request per call, throughput): {gain:.2f}.", "",
               f"Ceiling: `encode_documents` on the documents in calls of {top} (all that {top} one-document requests "
               f"in flight let a server see at once) runs at {data['groups_ceiling']:.2f} of one call on all of them.",
               "",
-              f"int8 codes under load ({top} clients, Perplexity's base64_int8): {data['int8']['moved']} of {codes:,} "
-              f"codes differ from the codes of each document encoded alone ({data['int8']['documents_with_moved_codes']}"
-              f" of {len(documents)} documents), by at most {data['int8']['largest_move']} (a request merged with "
+              f"int8 codes under load ({top} clients, Perplexity's base64_int8): {int8['moved']} of {int8['codes']:,} "
+              f"codes differ from the codes of each document encoded alone ({int8['documents_with_moved_codes']}"
+              f" of {data['documents']} documents), by at most {int8['largest_move']} (a request merged with "
               "others runs in another padded batch, and float noise can move a code across a rounding boundary)."]
     if args.workers > 1:
         w = data["int8_workers"]
         lines.append(f"With {args.workers} workers: {w['moved']} codes differ ({w['documents_with_moved_codes']} "
                      f"documents), by at most {w['largest_move']}.")
-    write_result("serve", "python bench/serve.py " + " ".join(sys.argv[1:]), lines, data)
+    return lines
+
+
+def checkout(ref: str, folder: Path) -> str:
+    """The package as it is at git `ref` (`contextembed/` and `modeling/`, laid out as the editable install maps
+    them) extracted into `folder`; returns the commit `ref` names."""
+    import io
+    import tarfile
+
+    repo = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", ref], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "contextembed", "modeling"], check=True,
+                             capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    (folder / "contextembed" / "modeling").symlink_to("../modeling")  # pyproject maps contextembed.modeling there
+    return commit
+
+
+def measure_against(args, model, documents: list[list[str]]) -> tuple[dict, list[str]]:
+    """This checkout's server against git `--against`'s, both running, alternated round by round (which goes first
+    alternates too) at each client count, with a direct run after each pair: (the numbers, the result file's
+    lines). Each pair's ratio compares two rounds timed back to back, so drift on a shared machine hits both."""
+    import tempfile
+
+    direct = Direct(model, documents)
+    data = {"documents": len(documents), "chunks": sum(map(len, documents)), "repeats": args.repeats, "clients": {}}
+    with tempfile.TemporaryDirectory(prefix="contextembed-bench-") as folder, contextlib.ExitStack() as stack:
+        data["against"] = f"{args.against} ({checkout(args.against, Path(folder))})"
+        ours, pools = stack.enter_context(serving(args.model, args.server_option, args.clients, documents[:32]))
+        theirs, _ = stack.enter_context(serving(args.model, args.server_option, [1], documents[:32],
+                                                tree=Path(folder)))
+        for clients in args.clients:
+            pairs = []
+            for k in range(args.repeats):
+                order = [("this", ours), ("ref", theirs)][:: 1 if k % 2 == 0 else -1]
+                timed = {name: round_trip(url, documents, pools[clients]) for name, url in order}
+                pairs.append({name: {"seconds": seconds, "latencies": latencies}
+                              for name, (seconds, latencies) in timed.items()} | {"direct_seconds": direct.around()})
+            data["clients"][clients] = summarise(pairs)
+    lines = [f"This checkout's server against the server of `{data['against']}`, both started with the same options "
+             f"and the same model (`{args.model}`), {data['documents']} recipes documents ({data['chunks']} chunks) "
+             f"sent one per request in Voyage's shape (base64 float32) by clients holding one connection each; the "
+             f"two servers' rounds alternate (and which goes first), {args.repeats} pairs per client count, with a "
+             "direct `encode_documents` run after each pair.", "",
+             "| clients | throughput, this ÷ ref: median (range over the pairs) | p50 latency, this ÷ ref | "
+             "throughput ÷ direct, this | throughput ÷ direct, ref |", "|---|---|---|---|---|"]
+    for clients, row in data["clients"].items():
+        lines.append(f"| {clients} | **{row['throughput_ratio']:.3f}** ({min(row['throughput_ratios']):.3f}–"
+                     f"{max(row['throughput_ratios']):.3f}) | {row['p50_ratio']:.3f} | {row['this_vs_direct']:.3f} | "
+                     f"{row['ref_vs_direct']:.3f} |")
+    data["direct_seconds"] = direct.times
+    return data, lines
+
+
+def summarise(pairs: list[dict]) -> dict:
+    """One client count's pairs of rounds: this ÷ ref throughput per pair and its median, the p50 latency ratio over
+    every request, and each server's median throughput ÷ direct."""
+    ratios = [pair["ref"]["seconds"] / pair["this"]["seconds"] for pair in pairs]
+    p50 = {name: float(np.median([x for pair in pairs for x in pair[name]["latencies"]])) for name in ("this", "ref")}
+    return {"pairs": pairs, "throughput_ratios": ratios, "throughput_ratio": statistics.median(ratios),
+            "p50_ratio": p50["this"] / p50["ref"],
+            **{f"{name}_vs_direct": statistics.median(pair["direct_seconds"] / pair[name]["seconds"] for pair in pairs)
+               for name in ("this", "ref")}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="contextembed-all-MiniLM-L6-v2")
+    parser.add_argument("--documents", type=int, default=160)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--repeats", type=int, default=5, help="rounds per setting (median reported)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="processes of the multi-process server measured beside the one-process one (1: skip it)")
+    parser.add_argument("--server-option", action="append", default=[],
+                        help="one more argument for `contextembed serve` (repeatable), e.g. --server-option=--torch-threads=1")
+    parser.add_argument("--against", metavar="GIT_REF",
+                        help="instead: this checkout's server against the server of GIT_REF (e.g. main), rounds "
+                             "alternated, reported as ratios (result file serve_against_<ref>)")
+    args = parser.parse_args()
+
+    import contextembed
+    from contextembed.evaluation.datasets import shipped_dataset
+    from contextembed.evaluation.loaders import load_context_bench
+
+    loaded, _ = load_context_bench(shipped_dataset("recipes"))
+    documents = [d.sentences for d in loaded][: args.documents]
+    model = contextembed.load(args.model)
+    if args.against:
+        data, lines = measure_against(args, model, documents)
+        name = "serve_against_" + "".join(c if c.isalnum() else "_" for c in args.against)
+        summary = "throughput, this ÷ " + args.against + ": " + ", ".join(
+            f"{row['throughput_ratio']:.3f} at {clients} clients" for clients, row in data["clients"].items())
+    else:
+        data, lines = measure_all(args, model, documents)
+        name, top = "serve", max(args.clients)
+        summary = (f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.3f}"
+                   + (f", {args.workers} workers: {data['rounds'][f'workers/{top}']['throughput_ratio']:.3f}"
+                      if args.workers > 1 else ""))
+    write_result(name, "python bench/serve.py " + " ".join(sys.argv[1:]), lines, data)
     print("\n".join(lines))
-    print(f"throughput ÷ direct at {top} clients: {data['rounds'][f'merged/{top}']['throughput_ratio']:.3f}"
-          + (f", {args.workers} workers: {data['rounds'][f'workers/{top}']['throughput_ratio']:.3f}"
-             if args.workers > 1 else ""))
+    print(summary)
     return 0
 
 

@@ -75,6 +75,7 @@ def api_keys(path: Path | None) -> list[str]:
 
 
 ARGS_ENVIRONMENT = "CONTEXTEMBED_SERVE_ARGS"  # the parent's parsed arguments, for `worker_app` in each worker
+WORKER_HEALTHCHECK_SECONDS = 60  # how long uvicorn's supervisor waits for a worker's answer before killing it
 
 
 def threads_per_worker(args: argparse.Namespace) -> int | None:
@@ -167,7 +168,11 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         print(f"{where} ({args.workers} workers, {threads_per_worker(args)} thread(s) each)", flush=True)
         uvicorn.run("contextembed.cli.serve:worker_app", factory=True, workers=args.workers, host=args.host,
-                    port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+                    port=args.port, log_level="warning", timeout_graceful_shutdown=30,
+                    # uvicorn kills a worker that does not answer its ping within this many seconds (default 5): one
+                    # importing torch and loading its model on a busy machine can take longer, and was killed and
+                    # restarted over and over (measured on 2 cores under load: 5 restarts before one started)
+                    timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS)
     finally:
         shutil.rmtree(metrics, ignore_errors=True)
     return 0

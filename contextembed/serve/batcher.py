@@ -61,6 +61,11 @@ class Batcher:
         """Chunks waiting (not yet in a forward pass)."""
         return self._queued_chunks
 
+    @property
+    def alive(self) -> bool:
+        """Whether jobs submitted now will run: not closed, and the worker thread is running."""
+        return not self._closed and self._thread.is_alive()
+
     def submit(self, job: Job) -> Future:
         future: Future = Future()
         chunks = sum(len(d) for d in job.documents)

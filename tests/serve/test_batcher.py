@@ -145,10 +145,12 @@ def test_a_full_queue_is_refused_and_closing_finishes_the_queue(model):
     with pytest.raises(Overloaded, match=r"at capacity \(3 chunks queued, limit 3\)") as refused:
         batcher.submit(job(model, [DOCUMENTS[1]]))
     assert refused.value.status == 503 and refused.value.headers == {"Retry-After": "1"}
+    assert batcher.alive
     closing = threading.Thread(target=batcher.close)
     closing.start()
     recording.gate.set()
     closing.join(30)
+    assert not batcher.alive  # what /health reads: closed, its worker gone
     assert blocker.result(0).__len__() == 1 and len(queued.result(0)[0]) == 3  # both finished before close returned
     with pytest.raises(RequestError, match="shutting down"):
         batcher.submit(job(model, [DOCUMENTS[1]]))

@@ -33,15 +33,22 @@ def free_port() -> int:
 
 
 def start(path, *extra, timeout: float = 120) -> tuple[subprocess.Popen, str]:
+    """`contextembed serve` on `path` (served as `tiny` and as Perplexity's name) with `extra` options."""
     port = free_port()
     command = [str(Path(sys.executable).with_name("contextembed")), "serve", str(path), "--port", str(port),
                "--served-model-name", "tiny", "--served-model-name", PPLX, *extra]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return launch(command, port, timeout)
+
+
+def launch(command: list[str], port: int, timeout: float = 120, output=subprocess.PIPE) -> tuple[subprocess.Popen, str]:
+    """Run a server `command` listening on 127.0.0.1:`port` until its /health answers 200; its stdout and stderr go
+    to `output`."""
+    process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the server exited: {process.stdout.read()}")
+            raise RuntimeError(f"the server exited: {process.stdout.read() if process.stdout else ''}")
         try:
             if httpx.get(url + "/health", timeout=1).status_code == 200:
                 return process, url
@@ -356,7 +363,7 @@ def test_workers_options(checkpoint, capsys):
 
 
 def test_the_gauges_of_dead_workers_are_forgotten(tmp_path):
-    from contextembed.serve.app import forget_dead_workers
+    from contextembed.serve.metrics import forget_dead_workers
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
