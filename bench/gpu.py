@@ -66,7 +66,7 @@ def pplx_v2_config(tiny: bool) -> ContextEmbedConfig:
     geometry = PPLX_V2_TINY if tiny else PPLX_V2_06B
     text = Qwen3_5TextConfig(**geometry, max_position_embeddings=262144, use_cache=False)
     dim = geometry["hidden_size"]
-    return ContextEmbedConfig(text_config=text, chunk_token_id=3, embedding_dim=dim, matryoshka_dims=[dim // 2, dim],
+    return ContextEmbedConfig(text_config=text, chunk_token_id=3, projection_dim=dim, matryoshka_dims=[dim // 2, dim],
                               head_activation="tanh", int8_scheme="bounded", default_precision="int8",
                               max_seq_length=262144, query_prefix="[Q] ", document_prefix="[D] ")
 

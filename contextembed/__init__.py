@@ -20,7 +20,8 @@ __version__ = "0.1.0"
 # name -> the module that defines it
 _PUBLIC = {
     "PRECISIONS": "contextembed.quantization", "quantize": "contextembed.quantization",
-    "Chunk": "contextembed.chunking", "TokenWindows": "contextembed.chunking", "chunk_text": "contextembed.chunking",
+    "Chunk": "contextembed.chunking", "TokenChunks": "contextembed.chunking", "TokenWindows": "contextembed.chunking",
+    "chunk_text": "contextembed.chunking",
     "ChunkedEmbeddings": "contextembed.encoder", "ContextEmbedder": "contextembed.encoder",
     "maxsim": "contextembed.scoring", "top_k": "contextembed.scoring",
     "SearchResult": "contextembed.search", "exact_search": "contextembed.search",

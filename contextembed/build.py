@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import torch
@@ -20,7 +21,7 @@ def build_checkpoint(
     backbone: str | Path,
     output_dir: str | Path | None = None,
     *,
-    embedding_dim: int | None = None,
+    projection_dim: int | None = None,
     matryoshka_dims: list[int] | None = None,
     max_seq_length: int | None = None,
     preset: str | None = None,
@@ -31,13 +32,14 @@ def build_checkpoint(
     separator_init: str = "mean",
     card: dict | None = None,
     overwrite: bool = False,
+    **deprecated,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Wrap a backbone for late chunking: add the separator token and the projection, then save.
 
     Args:
         backbone: a local directory with the backbone's weights and tokenizer.
         output_dir: where to save the checkpoint; `None` only builds it in memory.
-        embedding_dim: projection size; `None` keeps the hidden size (no projection).
+        projection_dim: the projection's output size; `None` keeps the hidden size (no projection).
         matryoshka_dims: dimensions the vectors may be cut to.
         max_seq_length: tokens per forward pass; defaults to the backbone's position limit.
         preset: `"reference"` for the reference configuration (2048-d, Matryoshka 1024/2048, 32k, int8).
@@ -48,10 +50,17 @@ def build_checkpoint(
             token of the vocabulary whose row it copies (e.g. `"."`).
         card: model-card fields (`title`, `summary`, `base_model`, `results`, `limitations`, ...).
         overwrite: replace a checkpoint already in `output_dir` (a folder holding anything else is refused).
+        embedding_dim: the former name of `projection_dim` (deprecated, removed in the next release).
 
     Returns:
         The model (fp32, eval mode) and its processor.
     """
+    unknown = sorted(set(deprecated) - {"embedding_dim"})
+    if unknown:
+        raise TypeError(f"build_checkpoint() got unexpected keyword arguments {unknown}")
+    if "embedding_dim" in deprecated:
+        warnings.warn("build_checkpoint(embedding_dim=...) is now projection_dim=...", DeprecationWarning, stacklevel=2)
+        projection_dim = deprecated["embedding_dim"] if projection_dim is None else projection_dim
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS} or None, got {preset!r}")
     backbone = Path(backbone)
@@ -66,14 +75,14 @@ def build_checkpoint(
         logger.info("added special token %r to the tokenizer", chunk_token)
     backbone_model = AutoModel.from_pretrained(backbone, dtype=torch.float32)
 
-    config = _config(backbone_model.config, tokenizer, chunk_token, preset, embedding_dim=embedding_dim,
+    config = _config(backbone_model.config, tokenizer, chunk_token, preset, projection_dim=projection_dim,
                      matryoshka_dims=matryoshka_dims, max_seq_length=max_seq_length, query_prefix=query_prefix,
                      document_prefix=document_prefix, window_head_tokens=window_head_tokens)
     model = ContextEmbedModel(config)
     model.backbone.load_state_dict(backbone_model.state_dict())
-    if config.embedding_dim is not None:
+    if config.projection_dim is not None:
         logger.info("added an untrained %d -> %d projection (orthogonal init)", config.text_config.hidden_size,
-                    config.embedding_dim)
+                    config.projection_dim)
     _add_separator_row(model, tokenizer, config.chunk_token_id, separator_init)
     model.eval()
 
@@ -90,19 +99,19 @@ def build_checkpoint(
     return model, processor
 
 
-def _config(text_config, tokenizer, chunk_token: str, preset: str | None, *, embedding_dim, matryoshka_dims,
+def _config(text_config, tokenizer, chunk_token: str, preset: str | None, *, projection_dim, matryoshka_dims,
             max_seq_length, **options) -> ContextEmbedConfig:
     """The checkpoint's config: the separator and prefixes, then the preset, then explicit sizes over both."""
     chunk_token_id = tokenizer.convert_tokens_to_ids(chunk_token)
     options.update(chunk_token=chunk_token, chunk_token_id=chunk_token_id, ignore_token_ids=[
         i for i in tokenizer.all_special_ids if i not in (chunk_token_id, tokenizer.unk_token_id)])
     # Explicit arguments override the preset; a preset's Matryoshka dims above a smaller projection are dropped.
-    overrides = {"embedding_dim": embedding_dim, "matryoshka_dims": matryoshka_dims, "max_seq_length": max_seq_length}
+    overrides = {"projection_dim": projection_dim, "matryoshka_dims": matryoshka_dims, "max_seq_length": max_seq_length}
     options.update({name: value for name, value in overrides.items() if value is not None})
     if preset != "reference":
         return ContextEmbedConfig(text_config=text_config, **options)
-    if embedding_dim is not None and matryoshka_dims is None:
-        options["matryoshka_dims"] = [d for d in (1024, 2048) if d <= embedding_dim] or None
+    if projection_dim is not None and matryoshka_dims is None:
+        options["matryoshka_dims"] = [d for d in (1024, 2048) if d <= projection_dim] or None
     positions = getattr(text_config, "max_position_embeddings", None)
     if max_seq_length is None and isinstance(positions, int) and positions < 32768:
         options["max_seq_length"] = positions  # the reference's 32k, or as far as this backbone reaches

@@ -161,7 +161,7 @@ def make_readable(folder: Path) -> None:
 def write_sentence_transformers_files(output_dir: Path, config, default_prompt_name: str | None = None) -> None:
     """`modules.json`, `sentence_bert_config.json`, the Pooling and Normalize folders and the ST config (whose
     `default_prompt_name` is the prompt a plain `encode` uses)."""
-    dim = config.output_dim or config.full_dim
+    dim = config.output_dim or config.embedding_dim
     _write_json(output_dir / "modules.json", ST_MODULES)
     _write_json(output_dir / "sentence_bert_config.json", SENTENCE_BERT_CONFIG)
     # include_prompt: ST counts a prompt in tokens while our mask counts chunks, so excluding it

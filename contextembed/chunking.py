@@ -8,6 +8,7 @@ windows from the model's own tokenizer offsets.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
@@ -86,8 +87,9 @@ def split_markdown_sections(text: str) -> list[Chunk]:
     return _strip_spans(text, list(zip(bounds[:-1], bounds[1:])))
 
 
-class TokenWindows:
-    """Windows of `size` tokens of the model's tokenizer, consecutive windows sharing `overlap` tokens."""
+class TokenChunks:
+    """Chunks of `size` tokens of the model's tokenizer, consecutive chunks sharing `overlap` tokens (the `"tokens"`
+    chunker; unrelated to the model's windows, which hold whole documents)."""
 
     def __init__(self, size: int = 128, overlap: int = 0):
         if not isinstance(size, int) or size <= 0:
@@ -109,21 +111,29 @@ class TokenWindows:
         offsets = [(s, e) for s, e in offsets if e > s]
         chunks = []
         for first in range(0, len(offsets), self.size - self.overlap):
-            window = offsets[first : first + self.size]
-            chunks.append(Chunk(text[window[0][0] : window[-1][1]], window[0][0], window[-1][1]))
+            span = offsets[first : first + self.size]
+            chunks.append(Chunk(text[span[0][0] : span[-1][1]], span[0][0], span[-1][1]))
             if first + self.size >= len(offsets):
                 break
         return chunks
 
     def __repr__(self) -> str:
-        return f"TokenWindows(size={self.size}, overlap={self.overlap})"
+        return f"TokenChunks(size={self.size}, overlap={self.overlap})"
 
 
-ChunkerLike = ChunkerName | TokenWindows | Callable[[str], Sequence]
+class TokenWindows(TokenChunks):
+    """The former name of `TokenChunks` (deprecated, removed in the next release)."""
+
+    def __init__(self, size: int = 128, overlap: int = 0):
+        warnings.warn("TokenWindows is now TokenChunks", DeprecationWarning, stacklevel=2)
+        super().__init__(size, overlap)
+
+
+ChunkerLike = ChunkerName | TokenChunks | Callable[[str], Sequence]
 
 
 def chunk_text(text: str, chunker: ChunkerLike = "sentences", tokenizer=None) -> list[Chunk]:
-    """Split `text` with a named chunker (`CHUNKERS`), a `TokenWindows`, or any callable.
+    """Split `text` with a named chunker (`CHUNKERS`), a `TokenChunks`, or any callable.
 
     A callable may return strings (found in order in `text`), `(start, end)` spans or `Chunk`s, in document
     order (each starting at or after the previous one's start).
@@ -138,10 +148,10 @@ def chunk_text(text: str, chunker: ChunkerLike = "sentences", tokenizer=None) ->
         if chunker not in CHUNKERS:
             raise ValueError(f"chunker must be one of {CHUNKERS} or a callable, got {chunker!r}")
         if chunker == "tokens":
-            return TokenWindows()(text, tokenizer)
+            return TokenChunks()(text, tokenizer)
         return {"sentences": split_sentences, "paragraphs": split_paragraphs,
                 "markdown": split_markdown_sections}[chunker](text)
-    if isinstance(chunker, TokenWindows):
+    if isinstance(chunker, TokenChunks):
         return chunker(text, tokenizer)
     if not callable(chunker):
         raise ValueError(f"chunker must be one of {CHUNKERS} or a callable, got {type(chunker).__name__}")

@@ -145,7 +145,7 @@ class ContextEmbedder:
     @property
     def output_dim(self) -> int:
         """Size of the vectors returned by default (the checkpoint's `output_dim`, else the full size)."""
-        return self.config.output_dim or self.config.full_dim
+        return self.config.output_dim or self.config.embedding_dim
 
     def encode_documents(
         self,
@@ -169,7 +169,7 @@ class ContextEmbedder:
         Args:
             documents: a list (or any iterable) of documents, each a list of chunk strings (kept exactly) or a
                 raw string. A raw string is one chunk unless `chunker` is given.
-            chunker: `"sentences"`, `"paragraphs"`, `"markdown"`, `"tokens"`, a `TokenWindows` or a callable;
+            chunker: `"sentences"`, `"paragraphs"`, `"markdown"`, `"tokens"`, a `TokenChunks` or a callable;
                 documents must then be raw strings, and each result carries its chunk texts and offsets.
             titles: optional text per document, kept as context in every window and never pooled.
             batch_size: most documents per forward pass.

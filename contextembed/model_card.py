@@ -43,7 +43,7 @@ def render_model_card(
     into the card's YAML metadata only when given (the Hub reads them; a guessed value would be wrong).
     """
     text_config = config.text_config
-    dim = config.output_dim or config.full_dim
+    dim = config.output_dim or config.embedding_dim
     wrapping = "none"
     if processor is not None:
         lead, tail = processor.special_tokens_around()
@@ -70,11 +70,11 @@ def render_model_card(
         "wrapping": wrapping,
         "projection": (
             "none (identity): chunk vectors have the backbone's hidden size"
-            if config.embedding_dim is None
-            else f"linear {text_config.hidden_size} → {config.embedding_dim}, no bias, kept in fp32"
+            if config.projection_dim is None
+            else f"linear {text_config.hidden_size} → {config.projection_dim}, no bias, kept in fp32"
             + (", then tanh" if config.head_activation == "tanh" else "")
         ),
-        "matryoshka": ", ".join(str(d) for d in config.allowed_dims),
+        "matryoshka": ", ".join(str(d) for d in config.matryoshka_dims),
         "normalization": "L2 after the Matryoshka cut" if config.normalize else "none",
         "window": config.max_seq_length,
         "overlap": config.window_overlap,

@@ -93,7 +93,7 @@ def convert_pplx_v2(
         chunk_token_id=tokenizer.convert_tokens_to_ids(fields["boundary_marker"]),
         query_prefix=fields["query_prefix"],
         document_prefix=fields["document_prefix"],
-        embedding_dim=embedding_dim,
+        projection_dim=embedding_dim,
         matryoshka_dims=sorted({embedding_dim // 2, embedding_dim}) if embedding_dim % 2 == 0 else None,
         head_activation="tanh",
         max_seq_length=fields["document_length"],

@@ -9,6 +9,7 @@ length for long documents and the deterministic int8 scheme.
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Literal
 
 from transformers import AutoConfig, PreTrainedConfig
@@ -46,10 +47,12 @@ class ContextEmbedConfig(PreTrainedConfig):
             Text put before every query; its tokens belong to no chunk.
         document_prefix (`str`, *optional*, defaults to `""`):
             Text put before every document; its tokens belong to no chunk.
-        embedding_dim (`int`, *optional*):
-            Size of the linear projection after pooling. `None` keeps the backbone's hidden size (no projection).
+        projection_dim (`int`, *optional*):
+            Output size of the linear projection after pooling. `None`: no projection, the vectors have the backbone's
+            hidden size. (`embedding_dim`, the name older config files use for it, is read as this.)
         matryoshka_dims (`list[int]`, *optional*):
-            Dimensions the embedding may be cut to (cut first, then normalise). Defaults to the full size only.
+            Widths the embedding may be cut to (cut first, then normalise); always holds the full width
+            (`embedding_dim`). Defaults to the full width only.
         output_dim (`int`, *optional*):
             The Matryoshka size the model returns; `None` is the full size. Must be one of `matryoshka_dims`.
         head_activation (`str`, *optional*):
@@ -92,7 +95,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         ignore_token_ids: list[int] | None = None,
         query_prefix: str = "",
         document_prefix: str = "",
-        embedding_dim: int | None = None,
+        projection_dim: int | None = None,
         matryoshka_dims: list[int] | None = None,
         output_dim: int | None = None,
         head_activation: str | None = None,
@@ -106,6 +109,8 @@ class ContextEmbedConfig(PreTrainedConfig):
         int8_scheme: str = "unit",
         **kwargs,
     ):
+        legacy = kwargs.pop("embedding_dim", None)  # the projection's size under its former name (files before 0.2)
+        projection_dim = legacy if projection_dim is None else projection_dim
         if isinstance(text_config, dict):
             text_config = dict(text_config)
             if "model_type" not in text_config:
@@ -123,8 +128,8 @@ class ContextEmbedConfig(PreTrainedConfig):
         self.ignore_token_ids = sorted(ignore_token_ids) if ignore_token_ids else []
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
-        self.embedding_dim = embedding_dim
-        self.matryoshka_dims = sorted(matryoshka_dims) if matryoshka_dims else None
+        self.projection_dim = projection_dim
+        self.matryoshka_dims = sorted(matryoshka_dims) if matryoshka_dims else [self.embedding_dim]
         self.output_dim = output_dim
         self.head_activation = head_activation
         self.normalize = normalize
@@ -140,13 +145,21 @@ class ContextEmbedConfig(PreTrainedConfig):
         self._validate()
 
     @property
+    def embedding_dim(self) -> int:
+        """The full width of the model's vectors (before any Matryoshka cut): the projection's, else the hidden size."""
+        return self.projection_dim or self.text_config.hidden_size
+
+    @property
     def full_dim(self) -> int:
-        """Size of a chunk vector before any Matryoshka cut."""
-        return self.embedding_dim or self.text_config.hidden_size
+        """Deprecated name of `embedding_dim` (removed in the next release)."""
+        warnings.warn("ContextEmbedConfig.full_dim is now embedding_dim", DeprecationWarning, stacklevel=2)
+        return self.embedding_dim
 
     @property
     def allowed_dims(self) -> list[int]:
-        return self.matryoshka_dims or [self.full_dim]
+        """Deprecated name of `matryoshka_dims`, which now always lists the widths (removed in the next release)."""
+        warnings.warn("ContextEmbedConfig.allowed_dims is now matryoshka_dims", DeprecationWarning, stacklevel=2)
+        return self.matryoshka_dims
 
     def _backbone_positions(self) -> int | None:
         positions = getattr(self.text_config, "max_position_embeddings", None)
@@ -178,7 +191,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         for name in ("query_prefix", "document_prefix"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
-        for name in ("embedding_dim", "max_seq_length"):
+        for name in ("projection_dim", "max_seq_length"):
             value = getattr(self, name)
             if value is not None and (not is_integer(value) or value <= 0):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
@@ -189,15 +202,16 @@ class ContextEmbedConfig(PreTrainedConfig):
             raise ValueError(
                 f"max_seq_length={self.max_seq_length} is more than the backbone's max_position_embeddings={positions}"
             )
-        bad = [d for d in self.allowed_dims if not is_integer(d) or not 0 < d <= self.full_dim]
+        bad = [d for d in self.matryoshka_dims if not is_integer(d) or not 0 < d <= self.embedding_dim]
         if bad:
-            raise ValueError(f"matryoshka_dims must be integers in 1..{self.full_dim}, got {self.matryoshka_dims!r}")
-        if self.matryoshka_dims and self.full_dim not in self.matryoshka_dims:
+            raise ValueError(f"matryoshka_dims must be integers in 1..{self.embedding_dim}, got "
+                             f"{self.matryoshka_dims!r}")
+        if self.embedding_dim not in self.matryoshka_dims:
             raise ValueError(
-                f"matryoshka_dims must include the full size {self.full_dim}, got {self.matryoshka_dims!r}"
+                f"matryoshka_dims must include the full width {self.embedding_dim}, got {self.matryoshka_dims!r}"
             )
-        if self.output_dim is not None and self.output_dim not in self.allowed_dims:
-            raise ValueError(f"output_dim must be one of {self.allowed_dims}, got {self.output_dim!r}")
+        if self.output_dim is not None and self.output_dim not in self.matryoshka_dims:
+            raise ValueError(f"output_dim must be one of {self.matryoshka_dims}, got {self.output_dim!r}")
         if not 0.0 <= self.window_overlap < 1.0:
             raise ValueError(f"window_overlap must be in [0, 1), got {self.window_overlap!r}")
         if not is_integer(self.window_head_tokens) or self.window_head_tokens < 0:
@@ -216,7 +230,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         32,768 tokens in one pass, `<|chunk_sep|>`, int8 output."""
         preset = dict(
             chunk_token=DEFAULT_CHUNK_TOKEN,
-            embedding_dim=2048,
+            projection_dim=2048,
             matryoshka_dims=[1024, 2048],
             max_seq_length=32768,
             default_precision="int8",

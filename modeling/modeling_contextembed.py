@@ -226,13 +226,13 @@ def chunk_pieces(body_cids: torch.Tensor, budget: int) -> list[tuple[int, int]]:
 
 
 def document_windows(
-    ids: torch.Tensor, cids: torch.Tensor, window: int, *, head_tokens: int, overlap: float
+    ids: torch.Tensor, cids: torch.Tensor, window: int, *, window_head_tokens: int, overlap: float
 ) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
     """Cut one unpadded document into windows that pool something.
 
     Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
-    tokens of pieces owned by another window are context only (-1). `head_tokens` is the config's
-    `window_head_tokens`: the document's opening tokens carried into every later window, never pooled there.
+    tokens of pieces owned by another window are context only (-1). `window_head_tokens`: the document's opening
+    tokens carried into every later window (the window head), never pooled there.
     """
     in_chunk = (cids >= 0).nonzero().flatten()
     if len(in_chunk) == 0:
@@ -240,12 +240,12 @@ def document_windows(
     first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
     lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
     body_ids, body_cids = ids[first:last], cids[first:last]
-    window_head_tokens = min(head_tokens, len(body_ids))
-    budget = window - first - (len(ids) - last) - window_head_tokens
+    window_head = min(window_head_tokens, len(body_ids))  # as many as the body has
+    budget = window - first - (len(ids) - last) - window_head
     if budget <= 0:
         raise ValueError(
             f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
-            f"and window_head_tokens={window_head_tokens} leave no room for the document's text in a window of "
+            f"and window_head_tokens={window_head} leave no room for the document's text in a window of "
             f"{window} tokens: shorten the title or prefix, or raise max_seq_length"
         )
 
@@ -263,7 +263,7 @@ def document_windows(
         pooled = torch.full_like(body_cids[ws:we], -1)
         for s, e in pieces:
             pooled[s - ws : e - ws] = body_cids[s:e] - offset
-        carried = min(window_head_tokens, ws)  # opening tokens this window lacks, as unpooled context
+        carried = min(window_head, ws)  # window head tokens this window lacks, as unpooled context
         w_ids = torch.cat([ids[lead], body_ids[:carried], body_ids[ws:we], ids[tail]])
         w_cids = torch.cat(
             [cids[lead], torch.full_like(body_cids[:carried], -1), pooled, torch.full_like(cids[tail], -1)]
@@ -301,7 +301,7 @@ def plan_pieces(
     for row in (lengths > window).nonzero().flatten().tolist():
         length = int(lengths[row])
         for w_ids, w_cids, offset in document_windows(input_ids[row, :length], chunk_ids[row, :length], window,
-                                                      head_tokens=window_head_tokens, overlap=overlap):
+                                                      window_head_tokens=window_head_tokens, overlap=overlap):
             pieces.append(Piece(row, w_ids, w_cids, None, offset))
     return pieces
 
@@ -498,8 +498,8 @@ def late_chunk_mean(hidden_states: torch.Tensor, chunk_ids: torch.Tensor, num_ch
 
 def check_output_dim(config: ContextEmbedConfig, output_dim) -> None:
     """`output_dim` must be `None` or one of the checkpoint's Matryoshka sizes."""
-    if output_dim is not None and not (is_integer(output_dim) and output_dim in config.allowed_dims):
-        raise ValueError(f"output_dim must be one of {config.allowed_dims}, got {output_dim!r}")
+    if output_dim is not None and not (is_integer(output_dim) and output_dim in config.matryoshka_dims):
+        raise ValueError(f"output_dim must be one of {config.matryoshka_dims}, got {output_dim!r}")
 
 
 def cut_and_normalize(embeddings: torch.Tensor, output_dim: int | None, normalize: bool = True) -> torch.Tensor:
@@ -628,10 +628,10 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         super().__init__(config)
         self.backbone = AutoModel.from_config(config.text_config)
         hidden_size = config.text_config.hidden_size
-        if config.embedding_dim is None:
+        if config.projection_dim is None:
             self.projection = nn.Identity()
         else:
-            self.projection = nn.Linear(hidden_size, config.embedding_dim, bias=False)
+            self.projection = nn.Linear(hidden_size, config.projection_dim, bias=False)
         self.post_init()
 
     def get_input_embeddings(self):

@@ -78,7 +78,7 @@ def built(backbone_dirs, tmp_path_factory):
     result = {}
     for family, path in backbone_dirs.items():
         out = root / family
-        model, processor = contextembed.build_checkpoint(path, out, embedding_dim=16, matryoshka_dims=[8, 16],
+        model, processor = contextembed.build_checkpoint(path, out, projection_dim=16, matryoshka_dims=[8, 16],
                                                          max_seq_length=64)
         result[family] = (out, model, processor)
     return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextembed.chunking import CHUNKERS, Chunk, TokenWindows, chunk_text
+from contextembed.chunking import CHUNKERS, Chunk, TokenChunks, TokenWindows, chunk_text
 
 TEXT = (
     "# Lease\nThis lease is for 14 Harbor Street. The tenant is Ana Ruiz.\n\n"
@@ -13,7 +13,7 @@ TEXT = (
 )
 
 
-@pytest.mark.parametrize("chunker", [c for c in CHUNKERS] + [TokenWindows(8, 3)])
+@pytest.mark.parametrize("chunker", [c for c in CHUNKERS] + [TokenChunks(8, 3)])
 def test_offsets_round_trip(built, chunker):
     tokenizer = built["bert"][2].tokenizer
     chunks = chunk_text(TEXT, chunker, tokenizer=tokenizer)
@@ -41,7 +41,7 @@ def test_paragraphs_and_markdown_sections():
 
 def test_token_windows_overlap(built):
     tokenizer = built["bert"][2].tokenizer
-    chunks = chunk_text(TEXT, TokenWindows(10, 4), tokenizer=tokenizer)
+    chunks = chunk_text(TEXT, TokenChunks(10, 4), tokenizer=tokenizer)
     assert len(chunks) > 3
     assert all(a.start < b.start < a.end for a, b in zip(chunks, chunks[1:]))  # consecutive windows overlap
 
@@ -68,9 +68,9 @@ def test_bad_chunkers(chunker, message):
 
 def test_bad_token_windows():
     with pytest.raises(ValueError, match="size must be a positive integer"):
-        TokenWindows(0)
+        TokenChunks(0)
     with pytest.raises(ValueError, match=r"overlap must be an integer in \[0, size\)"):
-        TokenWindows(4, 4)
+        TokenChunks(4, 4)
     with pytest.raises(ValueError, match="needs the model's tokenizer"):
         chunk_text("text", "tokens")
 
@@ -78,3 +78,9 @@ def test_bad_token_windows():
 def test_empty_text_has_no_chunks():
     assert chunk_text("   \n ", "sentences") == []
     assert chunk_text("", "paragraphs") == []
+
+
+def test_the_former_name_of_the_token_chunker_still_works_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="TokenWindows is now TokenChunks"):
+        former = TokenWindows(8, 3)
+    assert isinstance(former, TokenChunks) and repr(former) == "TokenChunks(size=8, overlap=3)"

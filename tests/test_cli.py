@@ -51,7 +51,7 @@ def test_encode_then_search_the_index(default_model_cache, tmp_path, capsys, pre
 
 def test_build_command(backbone_dirs, tmp_path, capsys):
     out = tmp_path / "ckpt"
-    assert main(["build", str(backbone_dirs["qwen3"]), str(out), "--embedding-dim", "16", "--matryoshka-dims", "8",
+    assert main(["build", str(backbone_dirs["qwen3"]), str(out), "--projection-dim", "16", "--matryoshka-dims", "8",
                  "16", "--max-seq-length", "128"]) == 0
     config = json.loads((out / "config.json").read_text())
     assert config["model_type"] == "contextembed" and config["matryoshka_dims"] == [8, 16]

@@ -56,7 +56,7 @@ def test_the_default_is_the_baseline_with_the_packaged_delta(default_model_cache
     assert trained.config.matryoshka_dims == [128, 256, 384]
     assert contextembed.load().encode_queries(["rent"], output_dim=128).shape == (1, 128)
     # both load by name; no other name is one of contextembed's own models
-    assert contextembed.load(BASELINE_MODEL_NAME).config.matryoshka_dims is None
+    assert contextembed.load(BASELINE_MODEL_NAME).config.matryoshka_dims == [384]  # no cuts: the full width
     assert named_model_path(DEFAULT_MODEL_NAME) == default_model_path()
     assert named_model_path("contextembed-all-MiniLM-L6-v2-contextual-preview") is None  # former names are gone
     assert trained.config.window_head_tokens == WINDOW_HEAD_TOKENS > 0  # the opening reaches every later window

@@ -317,6 +317,6 @@ def test_a_chunk_longer_than_a_window_is_kept_and_said(built, caplog):
 def test_token_windows_over_a_long_text_raise_no_length_warning(built, capfd, caplog):
     model = contextembed.load(str(built["bert"][0]))
     with caplog.at_level("WARNING"):
-        (result,) = model.encode_documents([" ".join(["the lease rent"] * 200)], chunker=contextembed.TokenWindows(32))
+        (result,) = model.encode_documents([" ".join(["the lease rent"] * 200)], chunker=contextembed.TokenChunks(32))
     assert len(result) > 10
     assert "longer than the specified maximum sequence length" not in caplog.text + capfd.readouterr().err

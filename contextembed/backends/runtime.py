@@ -96,9 +96,9 @@ class BackendModel:
         self.backend = backend
         self.file = file
         self._run = CoreRunner(backend, file, num_threads)
-        if self._run.width is not None and self._run.width != config.full_dim:
+        if self._run.width is not None and self._run.width != config.embedding_dim:
             raise ValueError(f"{file} computes {self._run.width}-d vectors but the checkpoint's are "
-                             f"{config.full_dim}-d: the graph was exported from another checkpoint. Re-run "
+                             f"{config.embedding_dim}-d: the graph was exported from another checkpoint. Re-run "
                              "`contextembed export` on this one")
         if fingerprint is not None and self._run.fingerprint != fingerprint:
             what = ("does not say which weights it was exported from (an older export)" if self._run.fingerprint
@@ -150,7 +150,7 @@ class BackendModel:
             raise ValueError("the exported core takes no token_type_ids (the processor makes none)")
         sums, counts = late_chunk_sums(
             self._core, input_ids, token_attention_mask, chunk_ids, attention_mask.shape[1],
-            window_length(self.config, max_seq_length), width=self.config.full_dim,
+            window_length(self.config, max_seq_length), width=self.config.embedding_dim,
             window_head_tokens=self.config.window_head_tokens, overlap=self.config.window_overlap,
             pad_id=pad_token_id(self.config),
         )

@@ -16,8 +16,9 @@ def add_commands(commands) -> None:
     build.add_argument("backbone_dir", help="local folder with the backbone's weights and tokenizer")
     build.add_argument("output_dir", help="folder to write the checkpoint to (new or empty; or a checkpoint, with "
                                           "--overwrite)")
-    build.add_argument("--embedding-dim", type=positive_int, help="projection size (default: none, keep the hidden "
-                                                                  "size)")
+    build.add_argument("--projection-dim", "--embedding-dim", type=positive_int, dest="projection_dim",
+                       help="projection size (default: none, keep the hidden size; --embedding-dim is its former "
+                            "name)")
     build.add_argument("--matryoshka-dims", type=positive_int, nargs="+", help="dimensions the vectors may be cut to")
     build.add_argument("--max-seq-length", type=positive_int,
                        help="tokens per forward pass (default: the backbone's position limit)")
@@ -69,7 +70,7 @@ def build_command(args: argparse.Namespace) -> int:
 
     card_metadata(base_model=args.base_model, license=args.license, language=args.language)  # before any writing
     check_checkpoint_target(args.output_dir, args.overwrite)
-    build_checkpoint(args.backbone_dir, args.output_dir, embedding_dim=args.embedding_dim,
+    build_checkpoint(args.backbone_dir, args.output_dir, projection_dim=args.projection_dim,
                      matryoshka_dims=args.matryoshka_dims, max_seq_length=args.max_seq_length, preset=args.preset,
                      query_prefix=args.query_prefix, document_prefix=args.document_prefix,
                      window_head_tokens=args.window_head_tokens, overwrite=args.overwrite,

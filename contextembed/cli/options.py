@@ -66,15 +66,15 @@ def load_model(args: argparse.Namespace, model: str | None = None, **extra):
 
 
 def chunker(args: argparse.Namespace):
-    """The chunker `add_chunk_options` describes: a name, or a `TokenWindows`."""
-    from contextembed.chunking import TokenWindows
+    """The chunker `add_chunk_options` describes: a name, or a `TokenChunks`."""
+    from contextembed.chunking import TokenChunks
 
     if args.chunker != "tokens":
         return args.chunker
     if args.chunk_overlap >= args.chunk_tokens:
         raise ValueError(f"--chunk-overlap ({args.chunk_overlap}) must be smaller than --chunk-tokens "
                          f"({args.chunk_tokens})")
-    return TokenWindows(args.chunk_tokens, args.chunk_overlap)
+    return TokenChunks(args.chunk_tokens, args.chunk_overlap)
 
 
 def progress(args: argparse.Namespace) -> bool | None:

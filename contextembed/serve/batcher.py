@@ -106,12 +106,12 @@ class Batcher:
                     if left <= 0 or not self._condition.wait(left):
                         break
             first, _ = self._queue[0]
-            key = (first.task, first.precision, first.dim)
+            key = (first.task, first.precision, first.output_dim)
             taken, kept, tokens = [], deque(), 0
             while self._queue:
                 job, future = self._queue.popleft()
                 fits = not taken or (self.merge and tokens + job.tokens <= self.max_merged)
-                if (job.task, job.precision, job.dim) == key and fits:
+                if (job.task, job.precision, job.output_dim) == key and fits:
                     taken.append((job, future))
                     tokens += job.tokens
                 else:
@@ -147,7 +147,7 @@ class Batcher:
         """Each job's vectors (one array per document), from the rows it was tokenised into, in one call of the
         model."""
         rows = [row for job in jobs for row in job.rows]
-        vectors = self.model.encode_tokenized(rows, precision=jobs[0].precision, output_dim=jobs[0].dim,
+        vectors = self.model.encode_tokenized(rows, precision=jobs[0].precision, output_dim=jobs[0].output_dim,
                                               show_progress_bar=False, batch_size=self.batch_size,
                                               max_tokens_per_batch=self.max_tokens)
         results, start = [], 0

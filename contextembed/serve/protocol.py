@@ -56,14 +56,14 @@ class Limits:
 
 @dataclass
 class Job:
-    """One request's work: documents (lists of chunks) embedded as `task`, coded at `precision`, cut to `dim`."""
+    """One request's work: documents (lists of chunks) embedded as `task`, coded at `precision`, cut to `output_dim`."""
 
     api: str
     model: str
     documents: list[list[str]]
     task: str  # "query" (each chunk alone, as a query) or "document" (late chunking)
     precision: str
-    dim: int | None
+    output_dim: int | None  # the request's `dimensions` / `output_dimension`
     encoding: str  # how vectors are written back: "float", "base64", "base64_int8", "base64_binary"
     tokens: int = 0
     rows: list[dict] = field(default_factory=list)  # the model's input, tokenised once (`tokenize_job`)

@@ -85,7 +85,7 @@ class Validator:
 
         field = "output_dimension" if job.api == "voyage" else "dimensions"
         try:
-            check_output_dim(self.model.config, job.dim)
+            check_output_dim(self.model.config, job.output_dim)
         except ValueError as problem:  # the Python API's words, the dimension named as the wire names it
             raise RequestError(str(problem).replace("output_dim", "the dimension"), param=field) from None
         with user_input():  # a chunk the tokenizer leaves empty: the processor's own error, naming it

@@ -22,7 +22,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from contextembed.chunking import Chunk, TokenWindows
+from contextembed.chunking import Chunk, TokenChunks
 
 Span = tuple[int, int]
 # The chunkers training draws from: three of CHUNKERS, and "fragments" (sentences, some split after their first
@@ -172,7 +172,7 @@ def chunk_document(document: TrainingDocument, chunker: str, tokenizer=None, win
     elif chunker == "paragraphs":
         spans = document.paragraphs or document.sentences
     elif chunker == "tokens":
-        return TokenWindows(window)(document.text, tokenizer)
+        return TokenChunks(window)(document.text, tokenizer)
     elif chunker == "fragments":
         spans = fragment_spans(document.text, document.sentences, rng or random.Random(0))
     else:

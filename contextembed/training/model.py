@@ -49,10 +49,10 @@ class ContextTrainingModel(nn.Module):
             raise ValueError("mix_weight > 0 needs the teacher model whose two-pass vectors L_mix follows")
         self._teacher = (teacher.eval().requires_grad_(False),) if teacher is not None else ()
         self.config = config
-        self.dims = sorted(set(config.losses.matryoshka_dims or model.config.allowed_dims) | {model.config.full_dim})
-        bad = [d for d in self.dims if d > model.config.full_dim]
+        self.dims = sorted(set(config.losses.matryoshka_dims or model.config.matryoshka_dims) | {model.config.embedding_dim})
+        bad = [d for d in self.dims if d > model.config.embedding_dim]
         if bad:
-            raise ValueError(f"matryoshka_dims {bad} exceed the checkpoint's {model.config.full_dim} dimensions")
+            raise ValueError(f"matryoshka_dims {bad} exceed the checkpoint's {model.config.embedding_dim} dimensions")
         for module in model.modules():  # dropout's random numbers cost more than they help here
             if isinstance(module, nn.Dropout):
                 module.p = 0.0
@@ -174,7 +174,7 @@ class ContextTrainingModel(nn.Module):
         return torch.stack(losses).mean()
 
     def _keep(self, plain: dict, query_vectors: torch.Tensor, queries: dict) -> torch.Tensor:
-        full = self.model.config.full_dim
+        full = self.model.config.embedding_dim
         whole = self.model(**plain, normalize=False).chunk_embeddings[:, 0]  # (B, D): one chunk per document
         scores = cut_and_normalize(query_vectors, full) @ cut_and_normalize(whole, full).T
         base_whole, base_queries = (chunks[:, 0] for chunks in self.base_chunks(plain, queries))
@@ -221,7 +221,7 @@ class ContextTrainingModel(nn.Module):
         inner.backbone = inner.backbone.merge_and_unload()
         with torch.no_grad():
             inner.get_input_embeddings().weight[self.separator_id] = self.separator
-        inner.config.matryoshka_dims = self.dims if len(self.dims) > 1 else None
+        inner.config.matryoshka_dims = self.dims
         for parameter in inner.parameters():
             parameter.requires_grad_(True)
         return inner.eval()

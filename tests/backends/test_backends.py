@@ -208,7 +208,7 @@ def test_a_graph_exported_from_another_checkpoint_is_refused(built, backbone_dir
     from safetensors.torch import load_file, save_file
 
     wide = tmp_path / "wide"  # 24-d where the tiny checkpoints are 16-d
-    contextembed.build_checkpoint(backbone_dirs["bert"], wide, embedding_dim=24, max_seq_length=64)
+    contextembed.build_checkpoint(backbone_dirs["bert"], wide, projection_dim=24, max_seq_length=64)
     export(wide, "onnx")
     wrong_width = shutil.copytree(built["bert"][0], tmp_path / "width")
     shutil.copytree(wide / "onnx", wrong_width / "onnx")

@@ -19,10 +19,12 @@ class TestValidation:
             ({"default_precision": "int4"}, r"default_precision must be one of .*'int8'.*got 'int4'"),
             ({"head_activation": "relu"}, r"head_activation must be one of \(None, 'tanh'\), got 'relu'"),
             ({"int8_scheme": "bounded"}, r"int8_scheme 'bounded' .* needs head_activation='tanh'"),
-            ({"embedding_dim": 16, "matryoshka_dims": [8, 12]}, "must include the full size 16"),
-            ({"embedding_dim": 16, "matryoshka_dims": [8, 32]}, r"matryoshka_dims must be integers in 1..16"),
-            ({"embedding_dim": 16, "matryoshka_dims": [8, 16], "output_dim": 4}, r"output_dim must be one of \[8, 16\]"),
-            ({"embedding_dim": -1}, "embedding_dim must be a positive integer"),
+            ({"projection_dim": 16, "matryoshka_dims": [8, 12]}, "must include the full width 16"),
+            ({"projection_dim": 16, "matryoshka_dims": [8, 32]}, r"matryoshka_dims must be integers in 1..16"),
+            ({"projection_dim": 16, "matryoshka_dims": [8, 16], "output_dim": 4},
+             r"output_dim must be one of \[8, 16\]"),
+            ({"projection_dim": -1}, "projection_dim must be a positive integer"),
+            ({"embedding_dim": -1}, "projection_dim must be a positive integer"),  # its former name
             ({"window_overlap": 1.0}, r"window_overlap must be in \[0, 1\)"),
             ({"window_head_tokens": -3}, "window_head_tokens must be a non-negative integer"),
             ({"int8_clip_sigmas": 0}, "int8_clip_sigmas must be positive"),
@@ -39,7 +41,7 @@ class TestValidation:
 class TestRoundTrip:
     @pytest.mark.parametrize("family", ["bert", "modernbert", "qwen3"])
     def test_save_and_load(self, tmp_path, family):
-        config = ContextEmbedConfig(text_config=tiny_text_config(family, 100), embedding_dim=16,
+        config = ContextEmbedConfig(text_config=tiny_text_config(family, 100), projection_dim=16,
                                     matryoshka_dims=[8, 16], query_prefix="query: ", window_head_tokens=4,
                                     head_activation="tanh", int8_scheme="bounded")
         config.save_pretrained(tmp_path)
@@ -53,7 +55,7 @@ class TestRoundTrip:
         """A config.json of the previous release carries `pooling` and `document_mix`: it loads as before, and the
         keys are gone once it is saved again. A file that set either to anything else would compute other vectors
         than it asks for, so it is refused with the key named."""
-        written = ContextEmbedConfig(text_config=tiny_text_config("bert", 100), embedding_dim=16).to_dict()
+        written = ContextEmbedConfig(text_config=tiny_text_config("bert", 100), projection_dim=16).to_dict()
         written.update(pooling="mean", document_mix=0.0)  # the keys every earlier checkpoint wrote
         (tmp_path / "config.json").write_text(json.dumps(written))
         loaded = ContextEmbedConfig.from_pretrained(tmp_path)
@@ -66,9 +68,31 @@ class TestRoundTrip:
             with pytest.raises(ValueError, match=f"{key} was removed .* got {value!r}"):
                 ContextEmbedConfig.from_pretrained(tmp_path)
 
+    def test_a_config_json_written_before_the_sizes_were_renamed_still_loads(self, tmp_path):
+        """The previous release wrote the projection's size as `embedding_dim` and no Matryoshka list for a model
+        without cuts: such a file loads as the same model (the projection's size, the one full width), saves again
+        under today's names, and the former attribute names answer with a deprecation warning."""
+        written = ContextEmbedConfig(text_config=tiny_text_config("bert", 100), projection_dim=16).to_dict()
+        written = {**{k: v for k, v in written.items() if k not in ("projection_dim", "matryoshka_dims")},
+                   "embedding_dim": 16, "matryoshka_dims": None}
+        (tmp_path / "config.json").write_text(json.dumps(written))
+        loaded = ContextEmbedConfig.from_pretrained(tmp_path)
+        assert (loaded.projection_dim, loaded.embedding_dim, loaded.matryoshka_dims) == (16, 16, [16])
+        loaded.save_pretrained(tmp_path / "again")
+        saved = json.loads((tmp_path / "again" / "config.json").read_text())
+        assert (saved["projection_dim"], saved["matryoshka_dims"], "embedding_dim" in saved) == (16, [16], False)
+        no_projection = {**written, "embedding_dim": None}
+        (tmp_path / "config.json").write_text(json.dumps(no_projection))
+        loaded = ContextEmbedConfig.from_pretrained(tmp_path)
+        assert (loaded.projection_dim, loaded.embedding_dim, loaded.matryoshka_dims) == (None, 32, [32])
+        with pytest.warns(DeprecationWarning, match="now embedding_dim"):
+            assert loaded.full_dim == 32
+        with pytest.warns(DeprecationWarning, match="now matryoshka_dims"):
+            assert loaded.allowed_dims == [32]
+
     def test_dict_text_config(self):
         config = ContextEmbedConfig(text_config={"model_type": "qwen3", "hidden_size": 32, "num_attention_heads": 4})
-        assert config.text_config.hidden_size == 32 and config.full_dim == 32
+        assert config.text_config.hidden_size == 32 and config.embedding_dim == 32
 
 
 class TestReferencePreset:

@@ -137,7 +137,7 @@ class TestWindows:
         for row, n in enumerate(lengths):
             if n > window:
                 windows = document_windows(batch["input_ids"][row, :n], batch["chunk_ids"][row, :n], window,
-                                           head_tokens=model.config.window_head_tokens,
+                                           window_head_tokens=model.config.window_head_tokens,
                                            overlap=model.config.window_overlap)
                 assert len(windows) >= 2
                 per_row += sum(len(group) * max(len(ids) for ids, _, _ in group)

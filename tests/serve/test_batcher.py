@@ -45,7 +45,7 @@ def model(built):
 
 
 def job(model, documents, precision="float32", task="document") -> Job:
-    result = Job(api="voyage", model="tiny", documents=documents, task=task, precision=precision, dim=None,
+    result = Job(api="voyage", model="tiny", documents=documents, task=task, precision=precision, output_dim=None,
                  encoding="float")
     tokenize_job(result, model.processor)
     return result
@@ -197,7 +197,7 @@ def test_a_request_is_tokenised_once_into_the_rows_the_model_reads(model):
     documents = [DOCUMENTS[0], DOCUMENTS[3]]
     counts = [sum(len(ids) for ids in model.processor.tokenize_text(d)) for d in documents]
     document_job = Job(api="voyage", model="tiny", documents=documents, task="document", precision="float32",
-                       dim=None, encoding="float")
+                       output_dim=None, encoding="float")
     assert tokenize_job(document_job, model.processor) == counts  # each document's tokens, for the limits
     assert document_job.rows == model.processor.tokenize_documents(documents, task="document")
     assert document_job.tokens == sum(counts)  # the usage

@@ -283,7 +283,7 @@ def test_the_mix_term_follows_encode_documents_with_local_mix(built):
     assert abs(float(losses[0.0]["l_mix"])) < 1e-5
     assert float(losses[0.5]["loss"].detach()) == pytest.approx(float(
         losses[0.5]["l_doc"] + losses[0.5]["l_dist"] + 2.0 * losses[0.5]["l_mix"].detach()), rel=1e-5)
-    full = encoder.config.full_dim
+    full = encoder.config.embedding_dim
     expected = []
     for dim in (16, full):
         contextual = encoder.encode_documents([chunk_lists[i] for i in picked], output_dim=dim)
