@@ -21,8 +21,7 @@ from contextembed.checkpoint import save_checkpoint  # noqa: E402
 from contextembed.chunking import Chunk, TokenWindows, chunk_text  # noqa: E402
 from contextembed.encoder import ChunkedEmbeddings, ContextEmbedder  # noqa: E402
 from contextembed.quantization import PRECISIONS, quantize  # noqa: E402
-from contextembed.scoring import maxsim, top_k  # noqa: E402
-from contextembed.search import SearchResult, exact_search  # noqa: E402
+from contextembed.retrieval import ChunkHit, DocumentHit, SearchResult, exact_search, maxsim, top_k  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -65,8 +64,10 @@ def load(model: str | ContextEmbedder | None = None, **kwargs) -> ContextEmbedde
 __all__ = [
     "PRECISIONS",
     "Chunk",
+    "ChunkHit",
     "ChunkedEmbeddings",
     "ContextEmbedder",
+    "DocumentHit",
     "SearchResult",
     "TokenWindows",
     "chunk_text",

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from contextembed.quantization import quantize
-from contextembed.scoring import dot, maxsim, top_k
-from contextembed.search import exact_search
+from contextembed.retrieval import exact_search, maxsim, top_k
+from contextembed.scoring import dot
 
 
 def unit(n, d, seed=0):

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from contextembed.chunking import Chunk
+from contextembed.retrieval import ChunkHit, DocumentHit, check_positive, hit_order
 from contextembed.scoring import check_codes
 
 Scalar = str | int | float | bool
@@ -57,34 +58,19 @@ class DocumentVectors:
     content_hash: str = ""
 
 
-@dataclass(frozen=True)
-class ChunkHit:
-    document: str
-    score: float
-    index: int  # the chunk's position in its document
-    start: int
-    end: int
-    text: str
-    metadata: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"index": self.index, "start": self.start, "end": self.end, "text": self.text}
-
-
-@dataclass(frozen=True)
-class DocumentHit:
-    document: str
-    score: float
-    chunk: ChunkHit  # the document's best chunk
-
-
 STORE_PRECISIONS = ("float32", "int8")
 
 
 class VectorStore(ABC):
-    """A database of documents' chunk vectors (see the module docstring). Subclasses implement the `_` methods."""
+    """A database of documents' chunk vectors (see the module docstring). Subclasses implement the `_` methods.
+
+    Every ranking follows `contextembed.retrieval`'s tie rule (score, then document id, then chunk index): a
+    database returns its top k in any order among equal scores and may cut a run of equal scores anywhere, so hits
+    are sorted here (`hit_order`), and fetched past the cut until the run at it is complete.
+    """
 
     uri: str
+    precisions: tuple[str, ...] = STORE_PRECISIONS  # the precisions this kind of store keeps
 
     # --- what a subclass provides -------------------------------------------------------------------------
     @abstractmethod
@@ -105,7 +91,7 @@ class VectorStore(ABC):
 
     @abstractmethod
     def _top_chunks(self, query: np.ndarray, k: int, where: Where | None) -> list[ChunkHit]:
-        """The k best chunks for one query, best first (ties: document id, then chunk index)."""
+        """The k best chunks for one query by the database's scores (any order, any of equal ones at the cut)."""
 
     @abstractmethod
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
@@ -142,8 +128,9 @@ class VectorStore(ABC):
 
     def ensure(self, info: StoreInfo) -> StoreInfo:
         """Create the store for `info` if it does not exist, else check that it holds vectors of the same kind."""
-        if info.precision not in STORE_PRECISIONS:
-            raise ValueError(f"stores keep float32 or int8 vectors, got precision {info.precision!r}")
+        if info.precision not in self.precisions:
+            raise ValueError(f"{type(self).__name__} stores keep {' or '.join(self.precisions)} vectors, got "
+                             f"precision {info.precision!r}")
         current = self._read_info()
         if current is None:
             self._create(info)
@@ -181,8 +168,21 @@ class VectorStore(ABC):
 
     def search_chunks(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[ChunkHit]:
         """The k best chunks of the whole store for one query vector (of the store's precision)."""
-        _check_k(k)
-        return self._top_chunks(self._checked_query(query), k, _checked_where(where))
+        check_positive(k, "k")
+        hits, _ = self._ranked_chunks(self._checked_query(query), k, _checked_where(where))
+        return hits[:k]
+
+    def _ranked_chunks(self, query: np.ndarray, k: int, where: Where | None) -> tuple[list[ChunkHit], bool]:
+        """At least the k best chunks in rule order (fewer when the store holds fewer), and whether that is every
+        chunk there is. Every chunk scoring above the last one returned is there, in its place."""
+        fetch = k
+        while True:
+            hits = sorted(self._top_chunks(query, fetch, where), key=hit_order)
+            if len(hits) < fetch:
+                return hits, True
+            if hits[-1].score < hits[k - 1].score:  # the run of equal scores at k ends inside what came back
+                return hits, False
+            fetch *= 2
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
         """The k best documents, each scored by its best chunk (MaxSim), with that chunk.
@@ -190,20 +190,19 @@ class VectorStore(ABC):
         Exact whenever chunk search is: the ranked chunks are read until k documents have appeared, and a
         document's first chunk in that ranking is its best, so documents come in MaxSim order.
         """
-        _check_k(k)
+        check_positive(k, "k")
         query, where = self._checked_query(query), _checked_where(where)
-        total = self.count_chunks()
-        if total == 0:
-            return []
-        fetch = min(total, max(4 * k, 64))
+        fetch = max(4 * k, 64)
         while True:
+            ranked, complete = self._ranked_chunks(query, fetch, where)
             best: dict[str, ChunkHit] = {}
-            for hit in self._top_chunks(query, fetch, where):
+            for hit in ranked:
                 best.setdefault(hit.document, hit)
-            if len(best) >= k or fetch >= total:
-                break
-            fetch = min(total, fetch * 4)
-        return [DocumentHit(d, h.score, h) for d, h in list(best.items())[:k]]
+            firsts = list(best.values())
+            # Done when the k-th document scores above the last chunk read: every chunk that could tie it came back.
+            if complete or (len(firsts) >= k and firsts[k - 1].score > ranked[-1].score):
+                return [DocumentHit(h.document, h.score, h) for h in firsts[:k]]
+            fetch *= 4
 
     # --- checks shared by every store ----------------------------------------------------------------------
     def _checked(self, documents: Iterable[DocumentVectors]) -> list[DocumentVectors]:
@@ -274,11 +273,6 @@ def _tag(key: str, value: Scalar) -> str:
 def _check_id(document_id) -> None:
     if not isinstance(document_id, str) or not document_id:
         raise ValueError(f"a document id must be a non-empty string, got {document_id!r}")
-
-
-def _check_k(k) -> None:
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
 def _check_vectors(vectors: np.ndarray, info: StoreInfo, name: str) -> None:

@@ -98,9 +98,8 @@ class LanceStore(VectorStore):
             search = search.bypass_vector_index()
         else:
             search = search.nprobes(self.nprobes).refine_factor(self.refine_factor)
-        hits = [ChunkHit(r["doc_id"], 1.0 - float(r["_distance"]), r["chunk"], r["start"], r["end"], r["text"],
+        return [ChunkHit(r["doc_id"], 1.0 - float(r["_distance"]), r["chunk"], r["start"], r["end"], r["text"],
                          json.loads(r["metadata"])) for r in search.to_list()]
-        return sorted(hits, key=lambda h: (-h.score, h.document, h.index))
 
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         if self.name not in self._names() or (ids is not None and not ids):

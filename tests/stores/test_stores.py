@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from contextembed.chunking import Chunk
-from contextembed.search import exact_search
+from contextembed.retrieval import exact_search
 from contextembed.stores import DocumentVectors, StoreInfo, content_hash, open_store
 from tests.stores.conftest import store_uri
 
