@@ -49,7 +49,9 @@ def dot(queries: np.ndarray, vectors: np.ndarray, precision: Precision = "float3
         return out
     import torch
 
-    q, v = (torch.from_numpy(np.ascontiguousarray(_signed_codes(x, precision))) for x in (queries, vectors))
+    # torch takes writable arrays only: a read-only memory map of an index is copied (block by block, by the caller)
+    q, v = (torch.from_numpy(np.require(_signed_codes(x, precision), requirements=["C", "W"]))
+            for x in (queries, vectors))
     try:
         # int32 accumulation, exact; the kernel reads the transposed view directly (an "NT" product).
         return torch._int_mm(q, v.t()).numpy()

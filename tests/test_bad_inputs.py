@@ -275,7 +275,7 @@ CLI_ERRORS = {
                                                          ["search", str(idx), "rent"])[1], "index.json.* as JSON"),
     "index from another format version": (lambda idx, corpus, tmp: (_edit_index(idx, format_version=1),
                                                                     ["search", str(idx), "rent"])[1],
-                                          "format_version must be 2, got 1"),
+                                          "format_version must be 2 or 3, got 1"),
     "index with an unknown precision": (lambda idx, corpus, tmp: (_edit_index(idx, precision="int4"),
                                                                   ["search", str(idx), "rent"])[1],
                                         "precision must be one of"),

@@ -54,11 +54,11 @@ class TestSelfContained:
         secret = tmp_path / "secret.txt"
         secret.write_text("TOP-SECRET-CONTENT " * 20)
         meta = json.loads((index / "index.json").read_text())
-        meta.update(root="/", documents=[str(secret), str(secret)])
+        meta.update(root="/", documents=[{"content_hash": "", "metadata": {"path": str(secret)}}] * 2)
         (index / "index.json").write_text(json.dumps(meta))
         records = [json.loads(line) for line in (index / "chunks.jsonl").read_text().splitlines()]
-        for record in records:
-            record["path"] = str(secret)
+        for record in records:  # every document's id a path to the secret (ids stay distinct: one a document)
+            record["path"] = str(secret) + "/.." * record["doc"]
         (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         assert "TOP-SECRET" not in search(index, model, capsys)
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextembed.corpus import encode_once
 from contextembed.retrieval import first_of, rank_of_first, ranking
 from contextembed.scoring import dot
 
@@ -393,25 +394,3 @@ def run_context_bench(
                 cap: aggregate([r for r, q in zip(records, queries) if q.capability == cap]) for cap in capabilities
             }
     return results
-
-
-def encode_once(model, documents: Sequence[Sequence[str]], titles: Sequence[str | None] | None = None,
-                **options) -> np.ndarray:
-    """Every document's chunk vectors, concatenated (one row per chunk), each distinct document (and title) encoded
-    once: word-for-word copies get the same vectors, bit for bit, so only the tie rule orders them.
-
-    >>> class Counting:
-    ...     def encode_documents(self, documents, **options):
-    ...         print(len(documents), "encoded")
-    ...         return [np.full((len(d), 1), float(len(d[0]))) for d in documents]
-    >>> encode_once(Counting(), [["ab"], ["c"], ["ab"]]).ravel().tolist()
-    2 encoded
-    [2.0, 1.0, 2.0]
-    """
-    keys = [(None if titles is None else titles[i], tuple(document)) for i, document in enumerate(documents)]
-    first: dict = {}
-    which = [first.setdefault(key, len(first)) for key in keys]  # each document's distinct one
-    distinct = list(first)
-    titled = {} if titles is None else {"titles": [title for title, _ in distinct]}
-    vectors = model.encode_documents([list(chunks) for _, chunks in distinct], **options, **titled)
-    return np.concatenate([vectors[i] for i in which])

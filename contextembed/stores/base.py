@@ -71,6 +71,8 @@ class VectorStore(ABC):
 
     uri: str
     precisions: tuple[str, ...] = STORE_PRECISIONS  # the precisions this kind of store keeps
+    noun = "store"  # what messages call it
+    batch_documents: int | None = 64  # documents per write when keeping it in step with a corpus (None: all)
 
     # --- what a subclass provides -------------------------------------------------------------------------
     @abstractmethod
@@ -92,6 +94,11 @@ class VectorStore(ABC):
     @abstractmethod
     def _top_chunks(self, query: np.ndarray, k: int, where: Where | None) -> list[ChunkHit]:
         """The k best chunks for one query by the database's scores (any order, any of equal ones at the cut)."""
+
+    @abstractmethod
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        """The documents with these ids, every chunk with its vector, in the order asked (ids the store does not
+        hold are left out). Found by id, never by scanning the vectors: what evidence for a result costs."""
 
     @abstractmethod
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
@@ -122,7 +129,7 @@ class VectorStore(ABC):
         """What the store's vectors are."""
         cached = self._known_info()
         if cached is None:
-            raise ValueError(f"the store {self.uri} holds no vectors yet: write documents to it first "
+            raise ValueError(f"the {self.noun} {self.uri} holds no vectors yet: write documents to it first "
                              "(contextembed encode CORPUS URI)")
         return cached
 
@@ -139,7 +146,8 @@ class VectorStore(ABC):
         for name in ("output_dim", "precision", "model", "chunker"):
             have, want = getattr(current, name), getattr(info, name)
             if have != want and (name != "chunker" or want):
-                raise ValueError(f"the store {self.uri} holds {name}={have!r} vectors, these are {name}={want!r}: "
+                raise ValueError(f"the {self.noun} {self.uri} holds {name}={have!r} vectors, these are "
+                                 f"{name}={want!r}: "
                                  "write them to another store (or delete this one)")
         return current
 
@@ -233,6 +241,33 @@ class VectorStore(ABC):
         return query
 
 
+def assemble_documents(rows, ids: Sequence[str]) -> list[DocumentVectors]:
+    """Documents from chunk rows `(doc_id, chunk, start, end, text, content_hash, metadata, vector)` in any order,
+    each one's chunks in order, the documents in the order of `ids` (those with no rows left out).
+
+    >>> rows = [("b", 0, 0, 2, "hi", "h", {}, [1.0]), ("a", 1, 4, 6, "yo", "g", {}, [3.0]),
+    ...         ("a", 0, 0, 3, "hey", "g", {}, [2.0])]
+    >>> found = assemble_documents(rows, ["a", "c", "b"])
+    >>> [(d.id, [c.text for c in d.chunks], d.vectors.ravel().tolist()) for d in found]
+    [('a', ['hey', 'yo'], [2.0, 3.0]), ('b', ['hi'], [1.0])]
+    """
+    by_id: dict[str, list] = {}
+    for row in rows:
+        by_id.setdefault(row[0], []).append(row)
+    documents = []
+    for document in ids:
+        if document not in by_id:
+            continue
+        chunks = sorted(by_id[document], key=lambda row: row[1])
+        if [row[1] for row in chunks] != list(range(len(chunks))):
+            raise ValueError(f"the chunks of document {document!r} are not numbered 0..{len(chunks) - 1}: the store "
+                             "holds a damaged document")
+        _, _, _, _, _, digest, metadata, _ = chunks[0]
+        documents.append(DocumentVectors(document, [Chunk(text, start, end) for _, _, start, end, text, *_ in chunks],
+                                         np.stack([np.asarray(row[7]) for row in chunks]), dict(metadata), digest))
+    return documents
+
+
 def content_hash(text: str) -> str:
     """The hash incremental encoding compares: the document's text, exactly.
 
@@ -276,9 +311,10 @@ def _check_id(document_id) -> None:
 
 
 def _check_vectors(vectors: np.ndarray, info: StoreInfo, name: str) -> None:
-    if vectors.shape[-1] != info.output_dim:
-        raise ValueError(f"{name} have {vectors.shape[-1]} dimensions, but the store holds {info.output_dim}-d "
-                         "vectors")
+    packed = info.precision in ("binary", "ubinary")  # 8 dimensions a byte
+    if vectors.shape[-1] * (8 if packed else 1) != info.output_dim:
+        raise ValueError(f"{name} have {vectors.shape[-1] * (8 if packed else 1)} dimensions, but the store holds "
+                         f"{info.output_dim}-d vectors")
     check_codes(vectors, info.precision, name)
     if info.precision == "float32" and not np.isfinite(vectors).all():
         raise ValueError(f"{name} hold NaN or infinite values")

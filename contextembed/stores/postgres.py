@@ -29,6 +29,7 @@ from contextembed.stores.base import (
     VectorStore,
     Where,
     _checked_where,
+    assemble_documents,
 )
 from contextembed.retrieval import check_positive
 from contextembed.stores.uri import redact
@@ -160,6 +161,14 @@ class PostgresStore(VectorStore):
             'ORDER BY score DESC, doc_id COLLATE "C" LIMIT %s').format(self.chunks_table, condition)
         rows = self._query(statement, [vector, *params, vector, k])
         return [DocumentHit(d, float(s), ChunkHit(d, float(s), c, a, b, t, m)) for d, c, a, b, t, m, s in rows]
+
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        ids = list(ids)
+        if not ids or self._known_info() is None:
+            return []
+        rows = self._query(sql.SQL('SELECT doc_id, chunk, start, "end", text, content_hash, metadata, embedding '
+                                   "FROM {} WHERE doc_id = ANY(%s)").format(self.chunks_table), (ids,))  # primary key
+        return assemble_documents(((*row[:7], row[7].to_numpy().astype(np.float32)) for row in rows), ids)
 
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         if self._known_info() is None or (ids is not None and not ids):

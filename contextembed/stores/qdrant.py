@@ -33,6 +33,7 @@ from contextembed.stores.base import (
     VectorStore,
     Where,
     _checked_where,
+    assemble_documents,
     metadata_tags,
     where_tags,
 )
@@ -219,8 +220,8 @@ class QdrantStore(VectorStore):
             documents = self.client.query_points(self.docs_name, query=[vector], limit=limit,
                                                  query_filter=self._filter(where), with_payload=["doc_id"],
                                                  search_params=self._params).points
-            return [DocumentHit(d.payload["doc_id"], float(d.score) - offset, self._best_chunk(query, d.payload["doc_id"]))
-                    for d in documents]
+            return [DocumentHit(d.payload["doc_id"], float(d.score) - offset,
+                                self._best_chunk(query, d.payload["doc_id"])) for d in documents]
         groups = self.client.query_points_groups(self.name, query=vector, group_by="doc_id", limit=limit, group_size=2,
                                                  query_filter=self._filter(where), with_payload=PAYLOAD,
                                                  search_params=self._params).groups
@@ -242,6 +243,25 @@ class QdrantStore(VectorStore):
         return min((self._hit(point, offset) for point in points), key=hit_order)
 
     # --- bookkeeping ------------------------------------------------------------------------------------------
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        ids = list(ids)
+        if not ids or not self.client.collection_exists(self.name):
+            return []
+        condition = self._filter(None)
+        condition.must = [_match("doc_id", ids)]  # a keyword payload index on a server
+        codes = self.info.precision == "int8"
+        rows, offset = [], None
+        while True:
+            points, offset = self.client.scroll(self.name, scroll_filter=condition, limit=1024, offset=offset,
+                                                with_payload=True, with_vectors=True)
+            for p in points:
+                vector = np.asarray(p.vector, np.float32)
+                vector = (vector - 128).astype(np.int8) if codes else vector  # stored as code + 128
+                rows.append((p.payload["doc_id"], p.payload["chunk"], p.payload["start"], p.payload["end"],
+                             p.payload["text"], p.payload["content_hash"], p.payload.get("metadata") or {}, vector))
+            if offset is None:
+                return assemble_documents(rows, ids)
+
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         if not self.client.collection_exists(self.name) or (ids is not None and not ids):
             return {}

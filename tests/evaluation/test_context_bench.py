@@ -15,10 +15,10 @@ from contextembed.evaluation.context_bench import (
     answers_first_ceiling,
     copy_groups,
     evidence_at_k,
-    encode_once,
     per_query_metrics,
     run_context_bench,
 )
+from contextembed.corpus import encode_once
 from contextembed.evaluation.loaders import load_context_bench
 
 
