@@ -49,9 +49,9 @@ def dot(queries: np.ndarray, vectors: np.ndarray, precision: Precision = "float3
         return out
     import torch
 
-    # torch takes writable arrays only: a read-only memory map of an index is copied (block by block, by the caller)
-    q, v = (torch.from_numpy(np.require(_signed_codes(x, precision), requirements=["C", "W"]))
-            for x in (queries, vectors))
+    # Fresh C-ordered copies: torch takes writable arrays only (an index's vectors are a read-only memory map), and
+    # its int8 kernel misreads a row stride of 0 (numpy's `q[None]` of one query) as data.
+    q, v = (torch.from_numpy(np.array(_signed_codes(x, precision), order="C")) for x in (queries, vectors))
     try:
         # int32 accumulation, exact; the kernel reads the transposed view directly (an "NT" product).
         return torch._int_mm(q, v.t()).numpy()

@@ -94,3 +94,25 @@ def test_exact_search_rejects_unsorted_documents():
         exact_search(unit(1, 8), unit(3, 8), np.array([0, 2, 1]))
     with pytest.raises(ValueError, match="top_k_chunks must be a positive integer"):
         exact_search(unit(1, 8), unit(3, 8), np.array([0, 0, 1]), top_k_chunks=0)
+
+
+@pytest.mark.parametrize("precision", ["int8", "uint8", "binary", "ubinary"])
+def test_codes_score_the_same_from_any_view_of_the_query(precision):
+    """One query as `q[None]` (numpy gives that row a stride of 0, which torch's int8 kernel misread as data) or as a
+    read-only memory map's rows scores exactly as a plain copy does."""
+    vectors = quantize(unit(33, 64, seed=2), precision)
+    query = quantize(unit(1, 64, seed=3), precision)[0]
+    expected = numpy_scores(query[None].copy(), vectors, precision)
+    assert np.array_equal(dot(query[None], vectors, precision), expected)
+    read_only = vectors.copy()
+    read_only.flags.writeable = False
+    assert np.array_equal(dot(query[None], read_only, precision), expected)
+
+
+def test_float_scores_do_not_depend_on_the_matrix_they_are_computed_in():
+    """A float32 score is the float64 sum rounded: the same in a block of one row as in the whole corpus."""
+    vectors, queries = unit(3000, 384, seed=4), unit(17, 384, seed=5)
+    whole = dot(queries, vectors)
+    for rows in (slice(5, 6), slice(100, 357), slice(2999, 3000)):
+        assert np.array_equal(dot(queries, vectors[rows]), whole[:, rows])
+    assert np.array_equal(dot(queries[3:4], vectors), whole[3:4])
