@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextembed.modeling import Precision
+from contextembed.modeling import Precision, check_count
 from contextembed.scoring import check_codes, dot
 
 # A float32 product of two D-dimensional vectors, however its sum is ordered, is within
@@ -123,7 +123,7 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     >>> idx.tolist(), val.tolist()
     ([[1, 3, 2]], [[0.9, 0.9, 0.5]])
     """
-    check_positive(k, "k")
+    check_count(k, "k")
     scores = np.atleast_2d(scores)
     n_rows, n_cols = scores.shape
     k = min(k, n_cols)
@@ -337,13 +337,6 @@ def _largest(values: np.ndarray, width: int) -> np.ndarray:
     return torch.topk(torch.from_numpy(np.ascontiguousarray(values)), width, dim=1, sorted=False).indices.numpy()
 
 
-def check_positive(value, name: str) -> int:
-    """`value` if it is a positive integer (Python's or numpy's, never a bool), else a `ValueError` naming `name`."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _check_inputs(queries, vectors, doc_ids, precision: str, **counts) -> None:
     check_codes(queries, precision, "queries")
     check_codes(vectors, precision, "vectors")
@@ -354,7 +347,7 @@ def _check_inputs(queries, vectors, doc_ids, precision: str, **counts) -> None:
     if len(doc_ids) and (np.any(np.diff(doc_ids) < 0) or doc_ids[0] < 0):
         raise ValueError("doc_ids must be non-negative and non-decreasing (each document's rows contiguous)")
     for name, value in counts.items():
-        check_positive(value, name)
+        check_count(value, name)
 
 
 def _as_2d(array, name: str) -> np.ndarray:

@@ -29,7 +29,8 @@ from dataclasses import replace
 import numpy as np
 
 from contextembed.chunking import Chunk
-from contextembed.retrieval import ChunkHit, DocumentHit, SearchResult, check_positive, exact_search, ranking
+from contextembed.modeling import check_count
+from contextembed.retrieval import ChunkHit, DocumentHit, SearchResult, exact_search, ranking
 from contextembed.scoring import dot
 
 GAP = "[…]"
@@ -45,7 +46,7 @@ def search(store, query: np.ndarray, k: int = 10, *, evidence: int = 0, where=No
     `contextembed.scoring.dot` on the stored vectors (a database's own score of the answer may differ from it in the
     last float32 digit).
     """
-    check_positive(k, "k")
+    check_count(k, "k")
     evidence = check_evidence(evidence)
     hits = store.search_documents(query, k, where)
     if not evidence or not hits:

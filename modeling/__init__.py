@@ -33,7 +33,15 @@ from .modeling_contextembed import (
     token_budget_batches,
     window_length,
 )
-from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task, check_text
+from .processing_contextembed import (
+    ContextEmbedProcessor,
+    EmptyChunks,
+    LongDocuments,
+    Task,
+    check_count,
+    check_text,
+    normalize_documents,
+)
 
 __all__ = [
     "DEFAULT_CHUNK_TOKEN",
@@ -49,6 +57,7 @@ __all__ = [
     "LongDocuments",
     "Precision",
     "Task",
+    "check_count",
     "check_output_dim",
     "check_text",
     "chunk_means",
@@ -61,6 +70,7 @@ __all__ = [
     "late_chunk_sums",
     "loading_problems",
     "mix_document_mean",
+    "normalize_documents",
     "pad_token_id",
     "plan_windows",
     "token_budget_batches",

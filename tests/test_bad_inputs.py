@@ -43,10 +43,13 @@ API_ERRORS = {
     # the shape of the batch
     "documents as one string": (lambda m: m.encode_documents("one document"), "wrap a single document in a list"),
     "documents None": (lambda m: m.encode_documents(None), r"documents must be a list of documents .*, got NoneType"),
-    "document is a dict": (lambda m: m.encode_documents([{"text": ["a"]}]), "document 0 must be a str or a list"),
-    "chunk not a string": (lambda m: m.encode_documents([["a", 3]]), "document 0, chunk 1 must be a str, got int"),
-    "chunks nested too deep": (lambda m: m.encode_documents([[["a"]]]), "document 0, chunk 0 is a list"),
-    "document without chunks": (lambda m: m.encode_documents([["a"], []]), "document 1 is empty"),
+    "document is a dict": (lambda m: m.encode_documents([{"text": ["a"]}]),
+                           r"documents\[0\] must be a non-empty list of chunk strings, got dict"),
+    "chunk not a string": (lambda m: m.encode_documents([["a", 3]]), r"documents\[0\]\[1\] must be a string, got int"),
+    "chunks nested too deep": (lambda m: m.encode_documents([[["a"]]]),
+                               r"documents\[0\]\[0\] must be a string, got a list: documents are lists of chunks"),
+    "document without chunks": (lambda m: m.encode_documents([["a"], []]),
+                                r"documents\[1\] must be a non-empty list of chunk strings, got an empty list"),
     "queries as one string": (lambda m: m.encode_queries("rent"), "wrap a single query in a list"),
     "query not a string": (lambda m: m.encode_queries(["rent", None]), "query 1 must be a str, got NoneType"),
     # titles

@@ -97,7 +97,7 @@ class TestEncodeDocuments:
             encoder.encode_documents([["already", "chunked"]], chunker="sentences")
         with pytest.raises(ValueError, match="document 1 produced no chunks"):
             encoder.encode_documents(["fine.", "   "], chunker="sentences")
-        with pytest.raises(ValueError, match="document 0 is empty"):
+        with pytest.raises(ValueError, match=r"documents\[0\] must be a non-empty list of chunk strings, got an empty"):
             encoder.encode_documents([[]])
 
 

@@ -22,12 +22,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError('the Haystack integration needs haystack-ai: pip install "contextembed[haystack]"') from error
 
 import contextembed
-from contextembed.integrations.grouping import (
-    MISSING_SOURCE,
-    EmptyChunks,
-    MissingSource,
-    encode_grouped,
-)
+from contextembed.integrations.grouping import MISSING_SOURCE, MissingSource, encode_grouped
+from contextembed.modeling import EmptyChunks
 from contextembed.mixing import check_local_mix
 
 EMPTY_CHUNKS = ("error", "zero")

@@ -38,7 +38,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError('the LangChain integration needs langchain-core: pip install "contextembed[langchain]"') from error
 
 import contextembed
-from contextembed.integrations.grouping import MissingSource, chunk_lists, encode_grouped
+from contextembed.integrations.grouping import MissingSource, encode_grouped
+from contextembed.modeling import normalize_documents
 
 PARENT_ID, CHUNK_INDEX, CHUNKS, START, END = "parent_id", "chunk_index", "n_chunks", "start_index", "end_index"
 
@@ -88,7 +89,7 @@ class ContextualEmbeddings(Embeddings):
 
     def embed_documents_grouped(self, documents: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Several documents, each a list of its chunks: one list of chunk vectors per document."""
-        documents = chunk_lists(documents, "documents")
+        documents = normalize_documents(documents, "documents", strings="error")
         return [v.tolist() for v in self.model.encode_documents(documents, **self._options())]
 
     @contextlib.contextmanager

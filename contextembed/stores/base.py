@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from contextembed.chunking import Chunk
-from contextembed.retrieval import ChunkHit, DocumentHit, check_positive, hit_order
+from contextembed.modeling import check_count
+from contextembed.retrieval import ChunkHit, DocumentHit, hit_order
 from contextembed.scoring import check_codes
 
 Scalar = str | int | float | bool
@@ -176,7 +177,7 @@ class VectorStore(ABC):
 
     def search_chunks(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[ChunkHit]:
         """The k best chunks of the whole store for one query vector (of the store's precision)."""
-        check_positive(k, "k")
+        check_count(k, "k")
         hits, _ = self._ranked_chunks(self._checked_query(query), k, _checked_where(where))
         return hits[:k]
 
@@ -198,7 +199,7 @@ class VectorStore(ABC):
         Exact whenever chunk search is: the ranked chunks are read until k documents have appeared, and a
         document's first chunk in that ranking is its best, so documents come in MaxSim order.
         """
-        check_positive(k, "k")
+        check_count(k, "k")
         query, where = self._checked_query(query), _checked_where(where)
         fetch = max(4 * k, 64)
         while True:

@@ -22,8 +22,8 @@ import numpy as np
 
 from contextembed.chunking import Chunk
 from contextembed.index import Index, check_index_target, is_index, read_index, restore_interrupted, write_index
-from contextembed.modeling import PRECISIONS
-from contextembed.retrieval import ChunkHit, DocumentHit, check_positive, exact_search
+from contextembed.modeling import PRECISIONS, check_count
+from contextembed.retrieval import ChunkHit, DocumentHit, exact_search
 from contextembed.scoring import CODE_DTYPES
 from contextembed.stores.base import (
     DocumentVectors,
@@ -149,7 +149,7 @@ class IndexStore(VectorStore):
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
         """Exact MaxSim over the index (`contextembed.retrieval.exact_search`)."""
-        check_positive(k, "k")
+        check_count(k, "k")
         query, where = self._checked_query(query), _checked_where(where)
         index, found, rows = self._search(query, k, 1, where)
         if found is None:

@@ -31,7 +31,7 @@ from contextembed.stores.base import (
     _checked_where,
     assemble_documents,
 )
-from contextembed.retrieval import check_positive
+from contextembed.modeling import check_count
 from contextembed.stores.uri import redact
 
 try:
@@ -151,7 +151,7 @@ class PostgresStore(VectorStore):
         """Exact MaxSim in one SQL query (with an HNSW index and `exact=False`, through ranked chunks instead)."""
         if not self.exact:
             return super().search_documents(query, k, where)
-        check_positive(k, "k")
+        check_count(k, "k")
         vector = self._checked_query(query).astype(np.float32)
         condition, params = self._filter(_checked_where(where))
         # Each document's best chunk (the lower chunk index among equal scores), then the documents by the tie rule.

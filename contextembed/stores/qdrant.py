@@ -37,7 +37,8 @@ from contextembed.stores.base import (
     metadata_tags,
     where_tags,
 )
-from contextembed.retrieval import check_positive, hit_order
+from contextembed.modeling import check_count
+from contextembed.retrieval import hit_order
 
 try:
     from qdrant_client import QdrantClient, models
@@ -203,7 +204,7 @@ class QdrantStore(VectorStore):
         return [self._hit(p, offset) for p in points]
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
-        check_positive(k, "k")
+        check_count(k, "k")
         query = self._checked_query(query)
         where = _checked_where(where)
         limit = k
