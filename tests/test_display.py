@@ -18,7 +18,8 @@ def test_results_print_each_chunk_in_its_context(capsys):
     show_results("who pays?", [hit()], {"lease.txt": TEXT}, header="1 documents, 3 chunks", context=12,
                  precision="float32", output_dim=8, int8_clip_sigmas=None)
     out = capsys.readouterr().out
-    assert out.splitlines()[:4] == ['Query: "who pays?"', "1 documents, 3 chunks", "", "1. lease.txt  (score 0.7500)"]
+    assert out.splitlines()[:4] == ['Query: "who pays?"', "1 documents, 3 chunks", "",
+                                    "1. lease.txt  (score 0.7500)"]
     assert "   chunk 2 [chars 39-71] score 0.7500" in out and "…ent is due. «The Tenant pays for electricity.»" in out
     assert "reader view" not in out and "answer" not in out
 

@@ -1,6 +1,6 @@
 """Stores under test: contextembed's own folder index, LanceDB and Qdrant (local mode) on temporary folders, and a
-real PostgreSQL with pgvector (`pgserver`, one server for the session, a fresh table per test). Vectors: the shipped recipes set encoded once by
-the packaged default model (late chunking, float32 and int8 codes)."""
+real PostgreSQL with pgvector (`pgserver`, one server for the session, a fresh table per test). Vectors: the shipped
+recipes set encoded once by the packaged default model (late chunking, float32 and int8 codes)."""
 
 from __future__ import annotations
 
