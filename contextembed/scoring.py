@@ -45,7 +45,10 @@ def dot(queries: np.ndarray, vectors: np.ndarray, precision: Precision = "float3
         vectors = np.asarray(vectors, dtype=np.float32)
         out = np.empty((len(queries), len(vectors)), dtype=np.float32)
         for start in range(0, len(vectors), _FLOAT_BLOCK):  # bounds the float64 copy of the vectors
-            out[:, start : start + _FLOAT_BLOCK] = queries @ vectors[start : start + _FLOAT_BLOCK].astype(np.float64).T
+            block = vectors[start : start + _FLOAT_BLOCK].astype(np.float64)
+            # One query: einsum's loop is several times faster than a float64 BLAS call on these small shapes.
+            out[:, start : start + _FLOAT_BLOCK] = (np.einsum("nd,d->n", block, queries[0])[None] if len(queries) == 1
+                                                    else queries @ block.T)
         return out
     import torch
 
