@@ -56,7 +56,10 @@ def search(store, query: np.ndarray, k: int = 10, *, evidence: int = 0, where=No
     precision = store.info.precision
     found = []
     for hit in hits:
-        document = documents[hit.document]
+        document = documents.get(hit.document)
+        if document is None:  # deleted by another writer since it was found: the answer alone
+            found.append(hit)
+            continue
         scores = dot(np.atleast_2d(query), np.asarray(document.vectors), precision)[0]  # (chunks,)
         with_evidence = document_evidence(hit.document, document.chunks, scores, evidence, answer=hit.chunk.index,
                                           metadata=hit.chunk.metadata)

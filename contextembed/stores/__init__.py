@@ -9,8 +9,8 @@
 | `pgserver:///path/to/folder?table=NAME` | an embedded PostgreSQL with pgvector, started on a folder (`contextembed[postgres]`) |
 | `postgresql://USER:PASSWORD@HOST:PORT/DB?table=NAME` | your PostgreSQL server with pgvector (`contextembed[postgres]`) |
 
-A path after `//` may be relative (`lancedb://stores/docs`) or absolute (`lancedb:///srv/docs`). Every URI also
-takes `exact=0` (search through the store's ANN index when it has one; exact brute force otherwise and by default),
+A path after `//` may be relative (`lancedb://stores/docs`) or absolute (`lancedb:///srv/docs`). Every database URI
+also takes `exact=0` (search through the store's ANN index when it has one; exact brute force otherwise and by default),
 and Qdrant's `document_search=multivector`. See `base` for the interface every store implements.
 """
 
