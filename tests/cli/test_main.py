@@ -11,7 +11,7 @@ import pytest
 from contextembed.cli import main
 
 
-LEASES = Path(__file__).resolve().parents[1] / "examples" / "data" / "leases"
+LEASES = Path(__file__).resolve().parents[2] / "examples" / "data" / "leases"
 QUERY = "Who pays for electricity at 88 Ocean Drive?"
 
 
