@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import interleaved, write_result  # noqa: E402
 
 from contextembed.quantization import quantize  # noqa: E402
-from contextembed.search import exact_search  # noqa: E402
+from contextembed.retrieval import exact_search  # noqa: E402
 
 
 def unit_rows(rng, n, dim, chunk=200_000):

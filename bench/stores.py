@@ -48,7 +48,7 @@ def folder_mib(path: Path) -> float:
 def one(store: str, n: int, dim: int, queries: int, max_seconds: float, work: Path) -> dict:
     """Ingest n chunks into one store and run the queries; the numbers of this process alone."""
     from contextembed.chunking import Chunk
-    from contextembed.search import exact_search
+    from contextembed.retrieval import exact_search
     from contextembed.stores import DocumentVectors, StoreInfo, open_store
 
     data, asked = vectors(n, dim, 0), vectors(queries, dim, 1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Literal
 
-from contextembed.modeling import check_text
+from contextembed.modeling import check_count, check_text
 
 CHUNKERS = ("sentences", "paragraphs", "markdown", "tokens")
 ChunkerName = Literal["sentences", "paragraphs", "markdown", "tokens"]
@@ -92,8 +92,7 @@ class TokenChunks:
     chunker; unrelated to the model's windows, which hold whole documents)."""
 
     def __init__(self, size: int = 128, overlap: int = 0):
-        if not isinstance(size, int) or size <= 0:
-            raise ValueError(f"size must be a positive integer, got {size!r}")
+        check_count(size, "size")
         if not isinstance(overlap, int) or not 0 <= overlap < size:
             raise ValueError(f"overlap must be an integer in [0, size), got {overlap!r}")
         self.size, self.overlap = size, overlap

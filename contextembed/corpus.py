@@ -1,10 +1,14 @@
-"""A corpus on disk: `.txt`/`.md` documents read from a file or a folder, embedded chunk by chunk."""
+"""A corpus on disk: `.txt`/`.md` documents read from a file or a folder; and documents embedded with each distinct
+one encoded once."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -59,15 +63,23 @@ def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
-def embed_corpus(model, documents: list[Document], chunker, **options):
-    """Chunk and embed each document with its whole text in view.
+def encode_once(model, documents: Sequence[Sequence[str]], titles: Sequence[str | None] | None = None,
+                **options) -> np.ndarray:
+    """Every document's chunk vectors, concatenated (one row per chunk), each distinct document (and title) encoded
+    once: word-for-word copies get the same vectors, bit for bit, so only the tie rule orders them.
 
-    Returns the chunk vectors (one row per chunk, documents in order) and one record per row: `doc`, `path`,
-    `chunk`, `start`, `end`, `text` (the schema of an index's `chunks.jsonl`).
+    >>> class Counting:
+    ...     def encode_documents(self, documents, **options):
+    ...         print(len(documents), "encoded")
+    ...         return [np.full((len(d), 1), float(len(d[0]))) for d in documents]
+    >>> encode_once(Counting(), [["ab"], ["c"], ["ab"]]).ravel().tolist()
+    2 encoded
+    [2.0, 1.0, 2.0]
     """
-    import numpy as np
-
-    results = model.encode_documents([d.text for d in documents], chunker=chunker, **options)
-    records = [{"doc": i, "path": d.path, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
-               for i, (d, r) in enumerate(zip(documents, results)) for j, c in enumerate(r.chunks)]
-    return np.concatenate([r.embeddings for r in results]), records
+    keys = [(None if titles is None else titles[i], tuple(document)) for i, document in enumerate(documents)]
+    first: dict = {}
+    which = [first.setdefault(key, len(first)) for key in keys]  # each document's distinct one
+    distinct = list(first)
+    titled = {} if titles is None else {"titles": [title for title, _ in distinct]}
+    vectors = model.encode_documents([list(chunks) for _, chunks in distinct], **options, **titled)
+    return np.concatenate([vectors[i] for i in which])

@@ -1,97 +1,82 @@
-"""What `contextembed search` prints: ranked documents with their best chunks in context, and the comparison
-of late chunking with chunks encoded alone. Everything shown comes from chunk records (an index's
-`chunks.jsonl`), never from the source files."""
+"""What `contextembed search` prints: ranked documents with their best chunks (or answer and evidence) in context,
+and the comparison of late chunking with chunks encoded alone. Everything shown comes from what the store holds
+(an index's `chunks.jsonl`, a database's rows), never from the source files."""
 
 from __future__ import annotations
 
 import unicodedata
-from itertools import groupby
 
 import numpy as np
 
-from contextembed.index import document_text
 from contextembed.quantization import int8_scale
 
 
-def show_results(query: str, result, records: list[dict], *, chunks_per_doc: int, context: int,
-                 precision: str, output_dim: int, int8_clip_sigmas: float | None) -> None:
-    """Print the ranked documents of one query (`result` from `exact_search`) with their best chunks."""
-    texts = {doc: document_text(list(rows)) for doc, rows in groupby(records, key=lambda r: r["doc"])}
+def show_results(query: str, hits, texts: dict[str, str], *, header: str, context: int, precision: str,
+                 output_dim: int, int8_clip_sigmas: float | None, evidence: bool = False) -> None:
+    """Print the ranked documents of one query (`DocumentHit`s from `contextembed.search.search`), each with its
+    chunks in their context (`texts`: each document's text, rebuilt from its chunks): the best chunk and the next
+    ones; with `evidence`, labelled as the answer and its evidence, then the reader view."""
+    from contextembed.search import reader_view
+
     print(f'Query: "{printable(query)}"')
-    print(f"{len(texts)} documents, {len(records)} chunks, each embedded with its whole document in view\n")
-    chunk_rank = {int(row): rank for rank, row in enumerate(result.chunk_rows[0])}
-    for rank, (doc, score) in enumerate(zip(result.doc_ids[0], result.doc_scores[0]), 1):
-        rows = sorted((r for r in range(len(records)) if records[r]["doc"] == doc),
-                      key=lambda r: chunk_rank[r])[:chunks_per_doc]
-        print(f"{rank}. {printable(records[rows[0]]['path'])}  (score {show_score(score, precision, output_dim, int8_clip_sigmas)})")
-        for row in rows:
-            record = records[row]
-            score = result.chunk_scores[0][chunk_rank[row]]
-            print(f"   chunk {record['chunk']} [chars {record['start']}-{record['end']}] score "
-                  f"{show_score(score, precision, output_dim, int8_clip_sigmas)}")
-            print(f"      {snippet(texts[int(doc)], record['start'], record['end'], context)}")
-        print()
-
-
-def results_json(query: str, result, records: list[dict], *, precision: str) -> dict:
-    """The ranked documents of one query as one JSON-ready object: each document's name, score and best chunk
-    (index, character offsets, text). Scores are cosines for float vectors and the integer score for codes.
-
-    >>> from types import SimpleNamespace
-    >>> records = [{"doc": 0, "path": "a.txt", "chunk": 0, "start": 0, "end": 4, "text": "Rent"}]
-    >>> found = SimpleNamespace(doc_ids=[[0]], doc_scores=[[0.5]], doc_best_chunks=[[0]])
-    >>> results_json("rent?", found, records, precision="float32")["documents"]
-    [{'document': 'a.txt', 'score': 0.5, 'chunk': {'index': 0, 'start': 0, 'end': 4, 'text': 'Rent'}}]
-    """
-    as_number = float if precision == "float32" else int
-    documents = []
-    for doc, score, row in zip(result.doc_ids[0], result.doc_scores[0], result.doc_best_chunks[0]):
-        record = records[int(row)]
-        documents.append({"document": record["path"], "score": as_number(score),
-                          "chunk": {"index": record["chunk"], "start": record["start"], "end": record["end"],
-                                    "text": record["text"]}})
-    return {"query": query, "precision": precision, "documents": documents}
-
-
-def hits_json(query: str, hits, *, precision: str) -> dict:
-    """`results_json`'s object for documents found in a store (`DocumentHit`s, best first).
-
-    >>> from contextembed.stores import ChunkHit, DocumentHit
-    >>> hit = DocumentHit("a.txt", 0.5, ChunkHit("a.txt", 0.5, 0, 0, 4, "Rent"))
-    >>> hits_json("rent?", [hit], precision="float32")["documents"]
-    [{'document': 'a.txt', 'score': 0.5, 'chunk': {'index': 0, 'start': 0, 'end': 4, 'text': 'Rent'}}]
-    """
-    as_number = float if precision == "float32" else int
-    return {"query": query, "precision": precision,
-            "documents": [{"document": h.document, "score": as_number(h.score), "chunk": h.chunk.to_dict()}
-                          for h in hits]}
-
-
-def show_store_results(query: str, hits, *, uri: str, chunks: int, precision: str, output_dim: int,
-                       int8_clip_sigmas: float | None) -> None:
-    """Print the ranked documents found in a store, each with its best chunk."""
-    print(f'Query: "{printable(query)}"')
-    print(f"{chunks} chunks in {printable(uri)}, each embedded with its whole document in view\n")
+    print(f"{header}\n")
     for rank, hit in enumerate(hits, 1):
         score = show_score(hit.score, precision, output_dim, int8_clip_sigmas)
         print(f"{rank}. {printable(hit.document)}  (score {score})")
-        print(f"   chunk {hit.chunk.index} [chars {hit.chunk.start}-{hit.chunk.end}]")
-        print(f"      «{one_line(hit.chunk.text)}»\n")
+        for i, chunk in enumerate([hit.chunk, *hit.evidence]):
+            label = ("answer   " if i == 0 else "evidence ") if evidence else ""
+            print(f"   {label}chunk {chunk.index} [chars {chunk.start}-{chunk.end}] score "
+                  f"{show_score(chunk.score, precision, output_dim, int8_clip_sigmas)}")
+            print(f"      {snippet(texts[hit.document], chunk.start, chunk.end, context)}")
+        if evidence:
+            print(f"   reader view: {printable(reader_view(hit))}")
+        print()
+
+
+def results_json(query: str, hits, *, precision: str, evidence: bool = False) -> dict:
+    """The ranked documents of one query as one JSON-ready object: each document's name, score and best chunk
+    (index, character offsets, text); with `evidence`, also its evidence chunks (each with its score) and the
+    reader view. Scores are cosines for float vectors and the integer score for codes.
+
+    >>> from contextembed.retrieval import ChunkHit, DocumentHit
+    >>> evidence = (ChunkHit("a.txt", 0.25, 0, 0, 4, "Flat"),)
+    >>> hit = DocumentHit("a.txt", 0.5, ChunkHit("a.txt", 0.5, 1, 5, 9, "Rent"), evidence)
+    >>> results_json("rent?", [hit], precision="float32")["documents"]
+    [{'document': 'a.txt', 'score': 0.5, 'chunk': {'index': 1, 'start': 5, 'end': 9, 'text': 'Rent'}}]
+    >>> results_json("rent?", [hit], precision="float32", evidence=True)["documents"][0]["evidence"]
+    [{'index': 0, 'score': 0.25, 'start': 0, 'end': 4, 'text': 'Flat'}]
+    """
+    from contextembed.search import reader_view
+
+    as_number = float if precision == "float32" else int
+    documents = []
+    for hit in hits:
+        entry = {"document": hit.document, "score": as_number(hit.score), "chunk": hit.chunk.to_dict()}
+        if evidence:
+            entry["evidence"] = [{**c.to_dict(score=True), "score": as_number(c.score)} for c in hit.evidence]
+            entry["reader_view"] = reader_view(hit)
+        documents.append(entry)
+    return {"query": query, "precision": precision, "documents": documents}
 
 
 def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list[dict], *, output_dim,
                     batch_size: int) -> None:
-    """Rank the chunks with and without their documents' context, side by side (float vectors)."""
-    alone = model.encode_documents([c["text"] for c in records], output_dim=output_dim, batch_size=batch_size,
-                                   show_progress_bar=False)
+    """Rank the chunks with and without their documents' context, side by side (float vectors), by the tie rule."""
+    from contextembed.corpus import encode_once
+    from contextembed.retrieval import ranking
+    from contextembed.scoring import dot
+
+    # Each distinct text encoded once: copies of a sentence get one vector, and tie exactly.
+    alone = encode_once(model, [[c["text"]] for c in records], output_dim=output_dim, batch_size=batch_size,
+                        show_progress_bar=False)
     n = min(8, len(records))
     print(f"Top {n} chunks in the whole corpus:")
-    for title, scores in (("with their document (late chunking)", query[0] @ vectors.T),
-                          ("each chunk encoded alone", query[0] @ np.concatenate(alone).T)):
+    for title, scores in (("with their document (late chunking)", dot(query, vectors)[0]),
+                          ("each chunk encoded alone", dot(query, alone)[0])):
         print(f"  {title}:")
-        for row in np.lexsort((np.arange(len(scores)), -scores))[:n]:
+        for row in ranking(scores)[:n]:
             record = records[row]
-            tied = int(np.sum(np.abs(scores - scores[row]) <= 1e-6)) - 1
+            tied = int(np.sum(scores == scores[row])) - 1
             note = f"  (tied with {tied} other chunks)" if tied else ""
             print(f"    {scores[row]:.4f}  {printable(record['path']):<28} {one_line(record['text'])[:60]}{note}")
     print("\nIdentical sentences in different documents get identical vectors when encoded alone; with late "

@@ -26,8 +26,10 @@ from contextembed.modeling import (
     EmptyChunks,
     LongDocuments,
     Precision,
+    check_count,
     check_output_dim,
     is_integer,
+    normalize_documents,
 )
 from contextembed.quantization import PRECISIONS, codes_raw_vectors, quantize
 
@@ -195,6 +197,8 @@ class ContextEmbedder:
         """
         documents = _as_list(documents, "documents", "a list of documents (wrap a single document in a list)")
         chunk_lists = None
+        if chunker is None and documents:
+            documents = normalize_documents(documents, "documents")  # a string is a one-chunk document
         if chunker is not None:
             chunk_lists = []
             for i, text in enumerate(documents):
@@ -322,7 +326,7 @@ class ContextEmbedder:
 
     def _mix_alone(self, documents, vectors, weight, precision, options) -> list[np.ndarray]:
         """`vectors` (float32, one array per document) mixed with every chunk encoded alone, then coded."""
-        chunks = [chunk for document in documents for chunk in ([document] if isinstance(document, str) else document)]
+        chunks = [chunk for document in documents for chunk in document]
         alone = self._encode([[chunk] for chunk in chunks], task="document",
                              titles=None, precision="float32", **options)
         bounds = np.cumsum([0] + [len(v) for v in vectors])
@@ -365,8 +369,7 @@ def _check_options(batch_size, max_tokens_per_batch, precision, normalize) -> No
     if max_tokens_per_batch is not None:  # None: the device's default
         checked["max_tokens_per_batch"] = max_tokens_per_batch
     for name, value in checked.items():
-        if not is_integer(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_count(value, name)
 
 
 def default_max_tokens_per_batch(device: torch.device | str) -> int:

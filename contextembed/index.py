@@ -1,13 +1,19 @@
-"""An encoded corpus on disk: a self-contained folder that `search` reads without the source files.
+"""An encoded corpus on disk: a self-contained folder that `search` reads without the source files (the folder
+format; `contextembed.stores.index.IndexStore` is the store over it).
 
-Layout (written by `contextembed encode`):
+Layout (written by `contextembed encode`), format 3:
 
 - `embeddings.npy`: one row per chunk, float32 or codes (`numpy.load` reads it, no pickles);
-- `chunks.jsonl`: one JSON object per row, in the same order: `doc` (document index), `path` (relative to
-  the corpus root, for display), `chunk` (index within the document), `start`, `end` (character offsets
-  into the document's text) and `text` (the chunk's text);
-- `index.json`: `format_version`, `model`, `output_dim`, `precision`, `int8_clip_sigmas`, `int8_scheme`, `chunker`,
-  `num_documents`, `num_chunks` and the document paths.
+- `chunks.jsonl`: one JSON object per row, in the same order: `doc` (document index), `path` (the document's id: its
+  path relative to the corpus root), `chunk` (index within the document), `start`, `end` (character offsets
+  into the document's text) and `text` (the chunk's text); documents in order of id (the tie rule's order);
+- `index.json`: `format_version`, what the vectors are (the fields of `StoreInfo`: `model`, `output_dim`,
+  `precision`, `chunker`), `num_documents`, `num_chunks`, and per document (by index) its `content_hash` and
+  `metadata`.
+
+A document's id is the `path` of its records. Format 2 (written before the index was a store) is read as well: its
+`documents` are plain paths, and its documents have no content hash (so an incremental `encode` embeds each of them
+again) and no metadata.
 
 Everything `search` shows comes from these three files. An index is written into a staging folder beside the
 target and renamed into place, so a crash never leaves a half-written index, and an existing index is only
@@ -33,7 +39,8 @@ from contextembed.scoring import check_codes
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT_VERSION = 2
+INDEX_FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 FILES = ("embeddings.npy", "chunks.jsonl", "index.json")
 RECORD_FIELDS = {"doc": int, "path": str, "chunk": int, "start": int, "end": int, "text": str}
 
@@ -43,6 +50,11 @@ class Index:
     embeddings: np.ndarray  # (N, D) floats, or (N, D or D/8) codes of `meta["precision"]`
     chunks: list[dict]  # one record per row (RECORD_FIELDS)
     meta: dict
+
+    @property
+    def documents(self) -> list[dict]:
+        """One `{"id", "content_hash", "metadata"}` per document index (format 2: no hash, no metadata)."""
+        return _document_entries(self.meta.get("documents"), self.chunks)
 
 
 def is_index(path: str | Path) -> bool:
@@ -68,7 +80,9 @@ def write_index(output_dir: str | Path, embeddings: np.ndarray, chunks: list[dic
         with open(staging / "chunks.jsonl", "w", encoding="utf-8") as f:
             for chunk in chunks:
                 f.write(json.dumps(chunk, ensure_ascii=False) + "\n")
-        meta = {"format_version": INDEX_FORMAT_VERSION, **meta, "num_chunks": len(chunks)}
+        documents = [{"content_hash": d["content_hash"], "metadata": d["metadata"]}
+                     for d in _document_entries(meta.get("documents"), chunks)]
+        meta = {**meta, "format_version": INDEX_FORMAT_VERSION, "num_chunks": len(chunks), "documents": documents}
         (staging / "index.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         if output_dir.exists():
             # The old index moves aside before the new one moves in: at every moment one of them is whole.
@@ -118,8 +132,9 @@ def check_index_target(output_dir: str | Path, overwrite: bool = False) -> None:
     check_output_folder(output_dir, is_index, "index", overwrite)
 
 
-def read_index(path: str | Path) -> Index:
-    """Read and check an index; every inconsistency is a `ValueError` naming the file (and line)."""
+def read_index(path: str | Path, mmap: bool = False) -> Index:
+    """Read and check an index (with `mmap`, its vectors as a read-only memory map); every inconsistency is a
+    `ValueError` naming the file (and line)."""
     path = Path(path)
     restore_interrupted(path)
     for name in FILES:
@@ -127,7 +142,7 @@ def read_index(path: str | Path) -> Index:
             raise ValueError(f"{str(path)!r} is not a complete index: {name} is missing")
     meta = _read_meta(path / "index.json")
     try:
-        embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
+        embeddings = np.load(path / "embeddings.npy", allow_pickle=False, mmap_mode="r" if mmap else None)
     except (OSError, ValueError) as error:
         raise ValueError(f"cannot read {str(path / 'embeddings.npy')!r}: {error}") from error
     chunks = _read_records(path / "chunks.jsonl")
@@ -144,6 +159,16 @@ def read_index(path: str | Path) -> Index:
     docs = [record["doc"] for record in chunks]
     if any(b < a for a, b in zip(docs, docs[1:])) or (docs and docs[0] < 0):
         raise ValueError(f"{str(path / 'chunks.jsonl')!r}: `doc` must be non-negative and non-decreasing")
+    listed = meta.get("documents")
+    if meta["format_version"] >= 3 and (not isinstance(listed, list) or len(listed) != (docs[-1] + 1 if docs else 0)
+                                        or not all(isinstance(d, dict) and isinstance(d.get("content_hash", ""), str)
+                                                   and isinstance(d.get("metadata", {}), dict) for d in listed)):
+        raise ValueError(f"{str(path / 'index.json')!r}: `documents` must list one object (`content_hash`, "
+                         f"`metadata`) per document ({docs[-1] + 1 if docs else 0})")
+    ids = [d["id"] for d in _document_entries(listed, chunks)]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{str(path / 'index.json')!r}: document ids repeat (e.g. "
+                         f"{next(i for i in ids if ids.count(i) > 1)!r})")
     return Index(embeddings, chunks, meta)
 
 
@@ -167,9 +192,10 @@ def _read_meta(file: Path) -> dict:
         raise ValueError(f"cannot read {str(file)!r} as JSON: {error}") from error
     if not isinstance(meta, dict):
         raise ValueError(f"{str(file)!r} must hold a JSON object")
-    if meta.get("format_version") != INDEX_FORMAT_VERSION:
-        raise ValueError(f"{str(file)!r}: format_version must be {INDEX_FORMAT_VERSION}, got "
-                         f"{meta.get('format_version')!r} (re-encode the corpus with this version)")
+    if meta.get("format_version") not in READABLE_VERSIONS:
+        raise ValueError(f"{str(file)!r}: format_version must be {' or '.join(map(str, READABLE_VERSIONS))}, got "
+                         f"{meta.get('format_version')!r} (re-encode the corpus with this version: contextembed "
+                         "encode CORPUS INDEX --overwrite)")
     if meta.get("precision") not in PRECISIONS:
         raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {meta.get('precision')!r}")
     for name in ("output_dim", "num_chunks"):
@@ -190,3 +216,14 @@ def _read_records(file: Path) -> list[dict]:
                              f"{len(record['text'])} characters of its text")
         records.append(record)
     return records
+
+
+def _document_entries(listed, chunks: list[dict]) -> list[dict]:
+    """`{"id", "content_hash", "metadata"}` per document index: the id is the `path` of the document's records; hash
+    and metadata as listed (format 3), none for format 2 (which listed paths)."""
+    ids = {}
+    for record in chunks:
+        ids.setdefault(record["doc"], record["path"])
+    listed = listed if listed and isinstance(listed[0], dict) else [{}] * (max(ids, default=-1) + 1)
+    return [{"id": ids.get(d, str(d)), "content_hash": entry.get("content_hash", ""),
+             "metadata": entry.get("metadata", {})} for d, entry in enumerate(listed)]

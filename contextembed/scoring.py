@@ -1,12 +1,12 @@
-"""Scoring: MaxSim of queries against documents' chunk vectors, and chunk-level top-k.
-
-A document's score for a query is the best score among its chunks: s(q, d) = max_c q·c.
-Vectors are unit-normalised, so the dot product is the cosine.
+"""Scores of queries against vectors, in the precision the vectors were made with (MaxSim, the tie rule and search
+are in `contextembed.retrieval`). Vectors are unit-normalised, so the float dot product is the cosine.
 
 Codes are scored in the precision they were made with, which the caller states (an int8 array may hold
 int8 codes or packed binary bits; nothing in the array tells them apart):
 
-- `float32`: float dot products (the cosine);
+- `float32`: float dot products (the cosine), summed in float64 and rounded to float32, so that a score depends on
+  the two vectors alone: a float32 matrix product moves a score by an ulp or two with the shape of the matrices,
+  which would let the shape of a batch decide between two copies of one vector;
 - `int8` / `uint8`: exact integer dot products of the codes (uint8 shifted back by 128 first);
 - `binary` / `ubinary`: packed sign bits, scored as `d - 2 * Hamming distance` (the dot product of the ±1
   vectors, d = 8 × bytes), exact in integers.
@@ -14,76 +14,23 @@ int8 codes or packed binary bits; nothing in the array tells them apart):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from contextembed.modeling import PRECISIONS, Precision
 
 # The array type each precision's codes come in (see `contextembed.quantization.quantize`).
 CODE_DTYPES = {"int8": np.int8, "uint8": np.uint8, "binary": np.int8, "ubinary": np.uint8}
-
-
-def maxsim(queries: np.ndarray, documents: Sequence[np.ndarray], precision: Precision = "float32") -> np.ndarray:
-    """Document scores, the best chunk per document: (Q, D) and a list of (n_i, D) -> (Q, len(documents)).
-
-    `precision` is that of both queries and chunk vectors (see the module docstring); integer scores for codes.
-
-    >>> q = np.array([[1.0, 0.0], [0.0, 1.0]])
-    >>> docs = [np.array([[0.5, 0.75], [1.0, 0.0]]), np.array([[0.0, 1.0]])]
-    >>> maxsim(q, docs).tolist()
-    [[1.0, 0.0], [0.75, 1.0]]
-    """
-    queries = _as_2d(queries, "queries")
-    if len(documents) == 0:
-        return np.zeros((len(queries), 0), dtype=np.float32)
-    chunks = [_as_2d(doc, f"documents[{i}]") for i, doc in enumerate(documents)]
-    for i, doc in enumerate(chunks):
-        if doc.shape[1] != queries.shape[1]:
-            raise ValueError(f"documents[{i}] has dimension {doc.shape[1]}, queries have {queries.shape[1]}")
-        if len(doc) == 0:
-            raise ValueError(f"documents[{i}] has no chunk vectors")
-    scores = dot(queries, np.concatenate(chunks), precision)  # (Q, total chunks)
-    starts = np.cumsum([0] + [len(doc) for doc in chunks[:-1]])
-    return np.maximum.reduceat(scores, starts, axis=1)
-
-
-def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Columns of the k largest scores per row and their scores, best first; ties go to the lower column.
-
-    >>> idx, val = top_k(np.array([[0.1, 0.9, 0.5, 0.9]]), k=3)
-    >>> idx.tolist(), val.tolist()
-    ([[1, 3, 2]], [[0.9, 0.9, 0.5]])
-    """
-    if not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    scores = np.atleast_2d(scores)
-    n_rows, n_cols = scores.shape
-    k = min(k, n_cols)
-    if k == 0:
-        return np.zeros((n_rows, 0), dtype=np.int64), scores[:, :0]
-    if k < n_cols:
-        import torch
-
-        # torch.topk is several times faster than argpartition here; ties are settled below either way.
-        candidates = torch.topk(torch.from_numpy(np.ascontiguousarray(scores)), k, dim=1, sorted=False).indices.numpy()
-    else:
-        candidates = np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))
-    candidate_scores = np.take_along_axis(scores, candidates, axis=1)
-    order = np.lexsort((candidates, -candidate_scores.astype(np.float64)), axis=1)
-    indices = np.take_along_axis(candidates, order, axis=1).astype(np.int64)
-    if k < n_cols:
-        # argpartition may cut a run of equal scores arbitrarily; settle those rows by column order.
-        kth = candidate_scores.min(axis=1, keepdims=True)
-        at_kth = (scores == kth).sum(axis=1) > (candidate_scores == kth).sum(axis=1)
-        for row in np.flatnonzero(at_kth):
-            cols = np.flatnonzero(scores[row] >= kth[row, 0])
-            indices[row] = cols[np.lexsort((cols, -scores[row, cols].astype(np.float64)))[:k]]
-    return indices, np.take_along_axis(scores, indices, axis=1)
+_FLOAT_BLOCK = 16384  # vectors turned into float64 at once
 
 
 def dot(queries: np.ndarray, vectors: np.ndarray, precision: Precision = "float32") -> np.ndarray:
-    """Scores (Q, d) x (N, d) -> (Q, N) in `precision`; codes are multiplied exactly in integers (int32 scores).
+    """Scores (Q, d) x (N, d) -> (Q, N) in `precision`: float32 scores that depend on the two vectors alone (see the
+    module docstring), or codes multiplied exactly in integers (int32 scores).
+
+    >>> v = np.random.default_rng(0).normal(size=(500, 64)).astype(np.float32)
+    >>> q = v[:3]
+    >>> bool((dot(q, v)[:, 7] == dot(q, v[7:8])[:, 0]).all())   # the same score in any matrix
+    True
 
     >>> dot(np.array([[100, -100]], dtype=np.int8), np.array([[127, 127], [-127, 127]], dtype=np.int8), "int8").tolist()
     [[0, -25400]]
@@ -94,10 +41,20 @@ def dot(queries: np.ndarray, vectors: np.ndarray, precision: Precision = "float3
     check_codes(queries, precision, "queries")
     check_codes(vectors, precision, "vectors")
     if precision == "float32":
-        return np.asarray(queries, dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T
+        queries = np.asarray(queries, dtype=np.float32).astype(np.float64)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        out = np.empty((len(queries), len(vectors)), dtype=np.float32)
+        for start in range(0, len(vectors), _FLOAT_BLOCK):  # bounds the float64 copy of the vectors
+            block = vectors[start : start + _FLOAT_BLOCK].astype(np.float64)
+            # One query: einsum's loop is several times faster than a float64 BLAS call on these small shapes.
+            out[:, start : start + _FLOAT_BLOCK] = (np.einsum("nd,d->n", block, queries[0])[None] if len(queries) == 1
+                                                    else queries @ block.T)
+        return out
     import torch
 
-    q, v = (torch.from_numpy(np.ascontiguousarray(_signed_codes(x, precision))) for x in (queries, vectors))
+    # Fresh C-ordered copies: torch takes writable arrays only (an index's vectors are a read-only memory map), and
+    # its int8 kernel misreads a row stride of 0 (numpy's `q[None]` of one query) as data.
+    q, v = (torch.from_numpy(np.array(_signed_codes(x, precision), order="C")) for x in (queries, vectors))
     try:
         # int32 accumulation, exact; the kernel reads the transposed view directly (an "NT" product).
         return torch._int_mm(q, v.t()).numpy()
@@ -139,12 +96,3 @@ def _signed_codes(codes: np.ndarray, precision: str) -> np.ndarray:
         return (codes.astype(np.int16) - 128).astype(np.int8)
     packed = codes if precision == "ubinary" else (codes.astype(np.int16) + 128).astype(np.uint8)
     return (np.unpackbits(packed, axis=-1).astype(np.int8) * 2 - 1).astype(np.int8)
-
-
-def _as_2d(array, name: str) -> np.ndarray:
-    array = np.asarray(array.cpu() if hasattr(array, "cpu") else array)
-    if array.ndim == 1:
-        array = array[None, :]
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be a 1-D or 2-D array of vectors, got shape {array.shape}")
-    return array

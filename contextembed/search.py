@@ -1,135 +1,152 @@
-"""Exact search over a corpus of chunk vectors: blocked matrix products with bounded memory.
+"""Search with evidence: for each document found, its answer (the best chunk) and the chunks that make it verifiable.
 
-Rows of `vectors` are chunks; `doc_ids` gives each row's document (rows of one document are
-contiguous). Documents are ranked by their best chunk (MaxSim). Codes (int8, uint8, binary, ubinary) are
-scored exactly in integers in the precision the caller names (see `contextembed.scoring`), block by block, so
-no float copy of the code matrix is ever made.
+A reader (a person, or an agent deciding what to read) needs the answer sentence **and** the few sentences elsewhere
+in the document that say which lease, which section, who "she" is. `search` returns them from any store (the folder
+index, LanceDB, Qdrant, PostgreSQL): the documents ranked by their best chunk (MaxSim), and with `evidence=N`, each
+document's next-best N chunks by the same score, the answer left out, ties by the rule of `contextembed.retrieval`.
+A store fetches the chunks of the documents it returns by id (never scanning the corpus again), and their scores are
+computed here, from the stored vectors, with `contextembed.scoring.dot`.
+
+`document_evidence` builds the same result from any document's chunks and scores, such as the vectors the HTTP
+server returns (`/v1/contextualizedembeddings`); `reader_view` shows a result as one passage: the answer and its
+evidence in document order, the answer marked, a marker wherever chunks were left out.
+
+>>> from contextembed.chunking import Chunk
+>>> chunks = [Chunk("Lease for 88 Ocean Drive.", 0, 25), Chunk("Rent is due monthly.", 26, 46),
+...           Chunk("Pets are allowed.", 47, 64), Chunk("The Tenant pays for electricity.", 65, 97)]
+>>> hit = document_evidence("lease.txt", chunks, [0.6, 0.2, 0.1, 0.9], evidence=1)
+>>> hit.chunk.text, [e.text for e in hit.evidence]
+('The Tenant pays for electricity.', ['Lease for 88 Ocean Drive.'])
+>>> reader_view(hit)
+'Lease for 88 Ocean Drive. […] «The Tenant pays for electricity.»'
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from contextembed.modeling import Precision
-from contextembed.scoring import check_codes, dot, top_k
+from contextembed.chunking import Chunk
+from contextembed.modeling import check_count
+from contextembed.retrieval import ChunkHit, DocumentHit, SearchResult, exact_search, ranking
+from contextembed.scoring import dot
+
+GAP = "[…]"
+ANSWER_MARKS = ("«", "»")
 
 
-@dataclass
-class SearchResult:
-    """Per query, best first. Scores are float32 for float vectors, int32 for codes."""
+def search(store, query: np.ndarray, k: int = 10, *, evidence: int = 0, where=None) -> list[DocumentHit]:
+    """The k best documents of `store` for one query vector (of the store's precision), best first, each with its
+    answer chunk and, with `evidence=N`, up to N more of its chunks (all the others, for a document with N or
+    fewer: the number is a most, never an error).
 
-    doc_ids: np.ndarray  # (Q, k_docs) document ids
-    doc_scores: np.ndarray  # (Q, k_docs)
-    doc_best_chunks: np.ndarray  # (Q, k_docs) row of each document's best chunk
-    chunk_rows: np.ndarray  # (Q, k_chunks) rows of the best chunks in the whole corpus
-    chunk_scores: np.ndarray  # (Q, k_chunks)
+    `where` filters by document metadata as `store.search_documents` does. Evidence scores are those of
+    `contextembed.scoring.dot` on the stored vectors (a database's own score of the answer may differ from it in the
+    last float32 digit).
+    """
+    check_count(k, "k")
+    evidence = check_evidence(evidence)
+    hits = store.search_documents(query, k, where)
+    if not evidence or not hits:
+        return hits
+    documents = {d.id: d for d in store.fetch_documents([h.document for h in hits])}
+    query = np.asarray(query)
+    precision = store.info.precision
+    found = []
+    for hit in hits:
+        document = documents.get(hit.document)
+        if document is None:  # deleted by another writer since it was found: the answer alone
+            found.append(hit)
+            continue
+        scores = dot(np.atleast_2d(query), np.asarray(document.vectors), precision)[0]  # (chunks,)
+        with_evidence = document_evidence(hit.document, document.chunks, scores, evidence, answer=hit.chunk.index,
+                                          metadata=hit.chunk.metadata)
+        found.append(replace(hit, evidence=with_evidence.evidence))
+    return found
 
 
-def exact_search(
-    queries: np.ndarray,
-    vectors: np.ndarray,
-    doc_ids: np.ndarray,
-    *,
-    top_k_documents: int = 10,
-    top_k_chunks: int = 10,
-    block_size: int | None = None,
-    best_chunks: bool = True,
-    precision: Precision = "float32",
-) -> SearchResult:
-    """Top documents (by best chunk) and top chunks for each query, scanning `vectors` in blocks.
+def document_evidence(document: str, chunks: Sequence[Chunk | str], scores: Sequence[float], evidence: int, *,
+                      answer: int | None = None, metadata: dict | None = None) -> DocumentHit:
+    """One document's answer and evidence from its chunks and their scores for a query (higher is better).
 
     Args:
-        queries: (Q, D) float vectors, or codes of the same `precision` as `vectors`.
-        vectors: (N, D) chunk vectors of the corpus (float, or codes of `precision`).
-        doc_ids: (N,) document id of each row, non-decreasing (each document's rows contiguous).
-        top_k_documents / top_k_chunks: how many to return per query.
-        block_size: rows scored at once; memory is O(Q * block_size + Q * num_documents). Default: about
-            16M scores per block.
-        best_chunks: also return each returned document's best chunk (re-scored at the end, only for the
-            returned documents); `doc_best_chunks` is empty otherwise.
-        precision: what `queries` and `vectors` hold: `float32`, or codes made by `quantize` at `int8`, `uint8`,
-            `binary` or `ubinary` (scored as in `contextembed.scoring.dot`).
+        document: the document's id.
+        chunks: its chunks in order, as `Chunk`s (text and character offsets) or strings (offsets then count in
+            the chunks joined by one space).
+        scores: (len(chunks),) each chunk's score, e.g. `chunk_vectors @ query_vector` for the vectors of
+            `/v1/contextualizedembeddings` and of the query.
+        evidence: how many more chunks to return (at most; a document with fewer returns all its others).
+        answer: the answer's index when it is already known (a store's best chunk); default: the best by the rule.
 
-    Ties go to the lower document id / row index.
-
-    >>> v = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]], dtype=np.float32)
-    >>> r = exact_search(np.array([[0.0, 1.0]], dtype=np.float32), v, np.array([0, 0, 1]), top_k_documents=2,
-    ...                  top_k_chunks=2, block_size=2)
-    >>> r.doc_ids.tolist(), r.doc_scores.tolist(), r.doc_best_chunks.tolist(), r.chunk_rows.tolist()
-    ([[0, 1]], [[1.0, 0.5]], [[1, 2]], [[1, 2]])
+    The answer's score is the document's score; evidence comes best first, ties by the lower chunk index.
     """
-    queries = np.atleast_2d(np.asarray(queries))
-    doc_ids = np.asarray(doc_ids)
-    if block_size is None:
-        block_size = max(1024, (1 << 24) // max(len(queries), 1))
-    _check_inputs(queries, vectors, doc_ids, precision, top_k_documents=top_k_documents, top_k_chunks=top_k_chunks,
-                  block_size=block_size)
+    evidence = check_evidence(evidence)
+    scores = np.asarray(scores)
+    if scores.ndim != 1 or len(scores) != len(chunks) or not len(chunks):
+        raise ValueError(f"scores must hold one number per chunk ({len(chunks)} chunks), got shape {scores.shape}")
+    chunks = _as_chunks(chunks)
+    order = ranking(scores)
+    answer = int(order[0]) if answer is None else answer
+    if not 0 <= answer < len(chunks):
+        raise ValueError(f"answer must be a chunk index in [0, {len(chunks)}), got {answer!r}")
+    as_number = float if np.issubdtype(scores.dtype, np.floating) else int
 
-    integer = precision != "float32"
-    score_dtype = np.int32 if integer else np.float32
-    lowest = np.iinfo(np.int32).min if integer else -np.inf
-    num_docs = int(doc_ids[-1]) + 1 if len(doc_ids) else 0
-    n_queries = len(queries)
-    doc_best = np.full((n_queries, num_docs), lowest, dtype=score_dtype)
-    top_rows = np.zeros((n_queries, 0), dtype=np.int64)
-    top_scores = np.zeros((n_queries, 0), dtype=score_dtype)
+    def hit(i: int) -> ChunkHit:
+        return ChunkHit(document, as_number(scores[i]), i, chunks[i].start, chunks[i].end, chunks[i].text,
+                        dict(metadata or {}))
 
-    for start in range(0, len(vectors), block_size):
-        block = vectors[start : start + block_size]
-        scores = dot(queries, block, precision).astype(score_dtype, copy=False)  # (Q, n)
-        block_docs = doc_ids[start : start + len(block)]
-        segment_starts = np.flatnonzero(np.r_[True, block_docs[1:] != block_docs[:-1]])
-        segment_docs = block_docs[segment_starts]
-        segment_max = np.maximum.reduceat(scores, segment_starts, axis=1)  # (Q, documents in block)
-        # A document split across blocks keeps the max of its parts.
-        doc_best[:, segment_docs] = np.maximum(doc_best[:, segment_docs], segment_max)
-        rows = np.broadcast_to(np.arange(start, start + len(block)), scores.shape)
-        top_rows, top_scores = _merge_top(top_rows, top_scores, rows, scores, top_k_chunks)
-
-    doc_order, doc_scores = top_k(doc_best, top_k_documents)
-    best_rows = (_best_rows(queries, vectors, doc_ids, doc_order, precision) if best_chunks
-                 else np.zeros((n_queries, 0), np.int64))
-    return SearchResult(
-        doc_ids=doc_order,
-        doc_scores=doc_scores,
-        doc_best_chunks=best_rows,
-        chunk_rows=top_rows,
-        chunk_scores=top_scores,
-    )
+    more = [int(i) for i in order if i != answer][:evidence]
+    return DocumentHit(document, as_number(scores[answer]), hit(answer), tuple(hit(i) for i in more))
 
 
-def _check_inputs(queries, vectors, doc_ids, precision: str, **counts) -> None:
-    check_codes(queries, precision, "queries")
-    check_codes(vectors, precision, "vectors")
-    if vectors.ndim != 2 or queries.shape[1] != vectors.shape[1]:
-        raise ValueError(f"queries {queries.shape} and vectors {vectors.shape} must be 2-D with the same dimension")
-    if len(doc_ids) != len(vectors):
-        raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(vectors)} vectors")
-    if len(doc_ids) and (np.any(np.diff(doc_ids) < 0) or doc_ids[0] < 0):
-        raise ValueError("doc_ids must be non-negative and non-decreasing (each document's rows contiguous)")
-    for name, value in counts.items():
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def reader_view(hit: DocumentHit, *, gap: str = GAP, marks: tuple[str, str] = ANSWER_MARKS) -> str:
+    """The answer and its evidence as one passage in document order: the answer between `marks`, `gap` wherever
+    chunks were left out (before the first one shown, too, unless it is the document's first chunk).
+
+    >>> answer = ChunkHit("d", 0.9, 3, 40, 52, "She pays it.")
+    >>> reader_view(DocumentHit("d", 0.9, answer, (ChunkHit("d", 0.5, 2, 20, 39, "Jane is the tenant."),)))
+    '[…] Jane is the tenant. «She pays it.»'
+    """
+    shown = sorted([hit.chunk, *hit.evidence], key=lambda c: c.index)
+    parts, previous = [], -1
+    for chunk in shown:
+        if chunk.index > previous + 1:
+            parts.append(gap)
+        text = " ".join(chunk.text.split())
+        parts.append(f"{marks[0]}{text}{marks[1]}" if chunk is hit.chunk else text)
+        previous = chunk.index
+    return " ".join(parts)
 
 
-def _best_rows(queries, vectors, doc_ids, doc_order, precision) -> np.ndarray:
-    """Row of each listed document's best chunk (the first of equal scores), re-scored exactly."""
-    starts = np.searchsorted(doc_ids, np.arange(int(doc_ids[-1]) + 2)) if len(doc_ids) else np.zeros(1, int)
-    best = np.empty(doc_order.shape, dtype=np.int64)
-    for q in range(len(queries)):
-        for j, doc in enumerate(doc_order[q]):
-            rows = np.arange(starts[doc], starts[doc + 1])
-            best[q, j] = rows[int(np.argmax(dot(queries[q : q + 1], vectors[rows], precision)[0]))]
-    return best
+def check_evidence(evidence) -> int:
+    """`evidence` as a count of chunks: a non-negative integer, else a `ValueError` naming it.
+
+    >>> check_evidence(2)
+    2
+    >>> check_evidence(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: evidence must be a non-negative integer, got -1
+    """
+    if not isinstance(evidence, (int, np.integer)) or isinstance(evidence, bool) or evidence < 0:
+        raise ValueError(f"evidence must be a non-negative integer, got {evidence!r}")
+    return int(evidence)
 
 
-def _merge_top(rows_a, scores_a, rows_b, scores_b, k):
-    """Keep the k best (score desc, row asc) of the running top and a new block."""
-    block_idx, block_scores = top_k(scores_b, k)
-    block_rows = np.take_along_axis(rows_b, block_idx, axis=1)
-    rows = np.concatenate([rows_a, block_rows], axis=1)
-    scores = np.concatenate([scores_a, block_scores], axis=1)
-    order = np.lexsort((rows, -scores.astype(np.float64)), axis=1)[:, :k]
-    return np.take_along_axis(rows, order, axis=1), np.take_along_axis(scores, order, axis=1)
+def _as_chunks(chunks: Sequence[Chunk | str]) -> list[Chunk]:
+    """`Chunk`s as they are; strings placed as if joined by one space."""
+    out, start = [], 0
+    for i, chunk in enumerate(chunks):
+        if isinstance(chunk, str):
+            out.append(Chunk(chunk, start, start + len(chunk)))
+        elif isinstance(chunk, Chunk):
+            out.append(chunk)
+        else:
+            raise ValueError(f"chunks[{i}] must be a Chunk or a string, got {type(chunk).__name__}")
+        start = out[-1].end + 1
+    return out
+
+
+__all__ = ["GAP", "SearchResult", "check_evidence", "document_evidence", "exact_search", "reader_view", "search"]

@@ -35,7 +35,15 @@ from .modeling_contextembed import (
     plan_windows,
     window_length,
 )
-from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task, check_text
+from .processing_contextembed import (
+    ContextEmbedProcessor,
+    EmptyChunks,
+    LongDocuments,
+    Task,
+    check_count,
+    check_text,
+    normalize_documents,
+)
 
 # Names that moved out of the model package, kept importable from here for one release.
 _MOVED = {"token_budget_batches": "contextembed.batching"}
@@ -69,6 +77,7 @@ __all__ = [
     "Precision",
     "Task",
     "calls_by_length",
+    "check_count",
     "check_output_dim",
     "check_text",
     "chunk_means",
@@ -81,6 +90,7 @@ __all__ = [
     "late_chunk_mean",
     "late_chunk_sums",
     "loading_problems",
+    "normalize_documents",
     "pad_token_id",
     "plan_windows",
     "window_length",

@@ -15,6 +15,7 @@ the model; with `long_documents="error"` the processor refuses it instead.
 
 from __future__ import annotations
 
+import numbers
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,8 +28,12 @@ LONG_DOCUMENT_MODES = ("window", "error")
 EMPTY_CHUNK_MODES = ("error", "zero")
 TASKS = ("query", "document")
 INPUT_LAYOUTS = ("contextembed", "pplx-v2")
+STRING_DOCUMENTS = ("one-chunk", "error")
+BLANK_CHUNKS = ("keep", "error")
 LongDocuments = Literal["window", "error"]
-EmptyChunks = Literal["error", "zero"]
+EmptyChunks = Literal["error", "zero"]  # a chunk with no tokens: refused, or kept as an all-zero vector
+StringDocuments = Literal["one-chunk", "error"]
+BlankChunks = Literal["keep", "error"]
 Task = Literal["query", "document"]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -144,9 +149,8 @@ class ContextEmbedProcessor(ProcessorMixin):
             # tokenizer's model_max_length (ST's max_seq_length): it becomes the window, never a cut.
             limit = getattr(self.tokenizer, "model_max_length", None)
             max_length = limit if isinstance(limit, int) and limit < 10**7 else None
-        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
-                                       or max_length <= 0):
-            raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+        if max_length is not None:
+            check_count(max_length, "max_length")
         rows = self.tokenize_documents(text, task=task, titles=titles, max_seq_length=max_length,
                                        long_documents=long_documents, empty_chunks=empty_chunks)
         batch = self.pad(rows, return_tensors=return_tensors)
@@ -166,7 +170,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         empty_chunks: EmptyChunks | None = None,
     ) -> list[dict[str, list[int]]]:
         """Tokenise documents without padding: one dict of `input_ids`, `chunk_ids`, `num_chunks` per document."""
-        documents = normalize_documents(text)
+        documents = normalize_documents([text] if isinstance(text, str) else text)  # a string: one document
         if task is not None and task not in TASKS:
             raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
         long_documents = long_documents or self.long_documents
@@ -381,45 +385,90 @@ def pplx_v2_document_row(encode, chunks: list[str], prefix: str, marker: str) ->
     return {"input_ids": list(ids), "chunk_ids": chunk_ids, "num_chunks": len(chunks)}
 
 
-def normalize_documents(text) -> list[list[str]]:
-    """Validate a batch of documents and return it as fresh lists of chunk strings.
+def normalize_documents(documents, name: str = "documents", *, strings: StringDocuments = "one-chunk",
+                        blank: BlankChunks = "keep") -> list[list[str]]:
+    """Validate a batch of documents, each a list of chunk strings, and return it as fresh lists: the one check of
+    that shape, for the processor, the encoder, the framework adapters and the server (one wording: positions are
+    written `name[i]` and `name[i][j]`).
 
-    Any iterable works for the batch and for a document (a generator is read once, here).
+    Args:
+        documents: a list (or any iterable, read once here) of documents.
+        name: what the caller calls the batch (`"documents"`, a request's `"input"`, ...).
+        strings: a `str` where a document belongs is a one-chunk document (`"one-chunk"`), or refused (`"error"`,
+            for callers whose documents must already be lists: a string would otherwise be read as its characters).
+        blank: chunks of whitespace only are kept, for the tokenizer to judge (`"keep"`: `empty_chunks`), or
+            refused here (`"error"`).
 
-    >>> normalize_documents("one chunk")
-    [['one chunk']]
     >>> normalize_documents([["a", "b"], "c"])
     [['a', 'b'], ['c']]
     >>> normalize_documents(doc for doc in ["x", ("y", "z")])
     [['x'], ['y', 'z']]
+    >>> normalize_documents(["rent"], "input", strings="error")
+    Traceback (most recent call last):
+    ...
+    ValueError: input[0] must be a non-empty list of chunk strings, got a string ('rent'): wrap a one-chunk document as ['rent']
+    >>> normalize_documents([["a", 3]])
+    Traceback (most recent call last):
+    ...
+    ValueError: documents[0][1] must be a string, got int
     """
-    if isinstance(text, str):
-        return [[text]]
-    if not _is_collection(text):
-        raise ValueError(f"documents must be a str or a list of documents, got {type(text).__name__}")
-    text = list(text)
-    if not text:
-        raise ValueError("got an empty batch: pass at least one document")
-    documents = []
-    for i, document in enumerate(text):
-        if isinstance(document, str):
-            documents.append([document])
-            continue
-        if not _is_collection(document):
-            raise ValueError(
-                f"document {i} must be a str or a list of chunk strings, got {type(document).__name__}"
-            )
-        document = list(document)
-        if not document:
-            raise ValueError(f"document {i} is empty: a document needs at least one chunk")
-        for j, chunk in enumerate(document):
-            if _is_collection(chunk):
-                raise ValueError(f"document {i}, chunk {j} is a {type(chunk).__name__}: chunks must be strings, "
-                                 "documents are lists of chunks (one level of nesting)")
-            if not isinstance(chunk, str):
-                raise ValueError(f"document {i}, chunk {j} must be a str, got {type(chunk).__name__}")
-        documents.append(document)
-    return documents
+    if strings not in STRING_DOCUMENTS:
+        raise ValueError(f"strings must be one of {STRING_DOCUMENTS}, got {strings!r}")
+    if blank not in BLANK_CHUNKS:
+        raise ValueError(f"blank must be one of {BLANK_CHUNKS}, got {blank!r}")
+    expected = f"{name} must be a non-empty list of documents, each a non-empty list of chunk strings"
+    if isinstance(documents, str):
+        raise ValueError(f"{expected}, got a string: wrap a single document in a list")
+    if not _is_collection(documents):
+        raise ValueError(f"{expected}, got {type(documents).__name__}")
+    documents = list(documents)
+    if not documents:
+        raise ValueError(f"{expected}, got an empty list")
+    return [_document(document, f"{name}[{i}]", strings, blank) for i, document in enumerate(documents)]
+
+
+def _document(document, where: str, strings: str, blank: str) -> list[str]:
+    expected = f"{where} must be a non-empty list of chunk strings"
+    if isinstance(document, str):
+        if strings == "error":
+            raise ValueError(f"{expected}, got a string ({document[:40]!r}): wrap a one-chunk document as "
+                             f"[{document[:40]!r}]")
+        document = [document]
+    if not _is_collection(document):
+        raise ValueError(f"{expected}, got {type(document).__name__}")
+    document = list(document)
+    if not document:
+        raise ValueError(f"{expected}, got an empty list")
+    for j, chunk in enumerate(document):
+        if _is_collection(chunk):
+            raise ValueError(f"{where}[{j}] must be a string, got a {type(chunk).__name__}: documents are lists of "
+                             "chunks, one level deep")
+        if not isinstance(chunk, str):
+            raise ValueError(f"{where}[{j}] must be a string, got {type(chunk).__name__}")
+        if blank == "error" and not chunk.strip():
+            raise ValueError(f"{where}[{j}] is empty: every chunk needs text")
+    return document
+
+
+def check_count(value, name: str = "", least: int = 1) -> int:
+    """`value` as an `int` when it is an integer (Python's or numpy's, not a bool) of at least `least` (1: a positive
+    integer, 0: a non-negative one), else a `ValueError` naming `name`: the one check of counts and sizes in options.
+
+    >>> check_count(3, "top_k")
+    3
+    >>> check_count(0, "top_k")
+    Traceback (most recent call last):
+    ...
+    ValueError: top_k must be a positive integer, got 0
+    >>> check_count("2", least=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: must be a non-negative integer, got '2'
+    """
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < least:
+        requirement = {1: "a positive integer", 0: "a non-negative integer"}.get(least, f"an integer >= {least}")
+        raise ValueError(f"{name + ' ' if name else ''}must be {requirement}, got {value!r}")
+    return int(value)
 
 
 def normalize_titles(titles, num_documents: int) -> list[str | None]:
@@ -484,5 +533,5 @@ def _text_backend(tokenizer):
     return private
 
 
-__all__ = ["INPUT_LAYOUTS", "ContextEmbedProcessor", "EmptyChunks", "LongDocuments", "Task", "check_text",
-           "normalize_documents", "normalize_titles", "pplx_v2_document_row", "pplx_v2_query_row"]
+__all__ = ["INPUT_LAYOUTS", "ContextEmbedProcessor", "EmptyChunks", "LongDocuments", "Task", "check_count",
+           "check_text", "normalize_documents", "normalize_titles", "pplx_v2_document_row", "pplx_v2_query_row"]

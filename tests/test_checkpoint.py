@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
@@ -14,8 +13,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoProcessor
 
 import contextembed
-from contextembed import ContextEmbedSentenceTransformer, as_chunked
-from contextembed.checkpoint import ST_MODULES, st_requirements
+from contextembed import ContextEmbedSentenceTransformer
 from contextembed.modeling import ContextEmbedModel, ContextEmbedProcessor
 
 DOCS = [["the lease is for one year", "rent is two", "she is the tenant"], ["one"], ["a b", "c d"], "plain"]
@@ -54,21 +52,10 @@ class TestSavedFiles:
         config = json.loads((checkpoint_dir / "processor_config.json").read_text())
         assert config["processor_class"] == "ContextEmbedProcessor"
 
-    def test_separator_row_is_initialised(self, built, family):
-        _, model, processor = built[family]
-        row = model.get_input_embeddings().weight[processor.chunk_token_id]
-        assert torch.isfinite(row).all() and row.abs().sum() > 0
-
     def test_card_states_the_checkpoint_facts(self, checkpoint_dir):
         card = (checkpoint_dir / "README.md").read_text()
         assert card.startswith("---\nlibrary_name: sentence-transformers")
         assert "import contextembed" in card and "<|chunk_sep|>" in card and "8, 16" in card
-
-    def test_bad_build_arguments(self, backbone_dirs, tmp_path):
-        with pytest.raises(ValueError, match=r"preset must be one of \('reference',\)"):
-            contextembed.build_checkpoint(backbone_dirs["bert"], preset="huge")
-        with pytest.raises(ValueError, match="backbone must be a local directory"):
-            contextembed.build_checkpoint(tmp_path / "missing")
 
 
 class TestRoundTrip:
@@ -86,69 +73,6 @@ class TestRoundTrip:
         again = AutoModel.from_pretrained(tmp_path)
         for a, b in zip(direct_chunks(model, processor, DOCS), direct_chunks(again, processor, DOCS)):
             assert torch.equal(a, b)
-
-
-class TestSentenceTransformers:
-    def test_encode_document_matches_transformers(self, built, family):
-        path, model, processor = built[family]
-        st = ContextEmbedSentenceTransformer(str(path), device="cpu")
-        got = st.encode_document([["the lease is for one year", "rent is two", "she is the tenant"], ["one"],
-                                  ("a b", "c d"), "plain"], output_value="token_embeddings")
-        assert [tuple(g.shape) for g in got] == [(3, 16), (1, 16), (2, 16), (1, 16)]
-        for a, b in zip(got, direct_chunks(model, processor, DOCS)):
-            assert (a.cpu() - b).abs().max() <= 1e-5
-
-    def test_batch_size_does_not_change_vectors(self, built):
-        path = built["bert"][0]
-        st = ContextEmbedSentenceTransformer(str(path), device="cpu")
-        docs = [[f"chunk {i} of {j}" for i in range(1 + j % 4)] for j in range(9)]
-        one = st.encode_document(docs, output_value="token_embeddings", batch_size=1)
-        many = st.encode_document(docs, output_value="token_embeddings", batch_size=32)
-        assert all((a - b).abs().max() <= 1e-5 for a, b in zip(one, many))
-
-    def test_max_seq_length_is_a_window_not_a_cut(self, built):
-        path, model, processor = built["bert"]
-        st = ContextEmbedSentenceTransformer(str(path), device="cpu")
-        st.max_seq_length = 32
-        docs = [[f"chunk {i} of the lease" for i in range(12)]]  # well over 32 tokens
-        (got,) = st.encode_document(docs, output_value="token_embeddings")
-        assert got.shape == (12, 16)  # every chunk kept
-        narrow = copy.deepcopy(model)
-        narrow.config.max_seq_length = 32
-        with torch.inference_mode():
-            expected = narrow(**processor(docs)).chunk_embeddings[0]
-            wide = model(**processor(docs)).chunk_embeddings[0]
-        assert (got.cpu() - expected).abs().max() <= 1e-5
-        assert (got.cpu() - wide).abs().max() > 1e-4  # the 32-token window was used, not the checkpoint's 64
-
-    def test_query_is_one_vector(self, built):
-        st = ContextEmbedSentenceTransformer(str(built["bert"][0]), device="cpu")
-        assert st.encode_query(["who is the tenant"]).shape == (1, 16)
-
-    def test_as_chunked(self):
-        assert as_chunked([["a", "b", "c"], "d"]) == [{"text": ["a", "b", "c"]}, "d"]
-
-    def test_resave_keeps_the_files_both_versions_load(self, built, tmp_path):
-        """A folder re-saved through ContextEmbedSentenceTransformer keeps the module paths that 5.7 imports and the
-        `requirements` block (plain sentence-transformers 6 writes a 6-only Normalize path and drops it)."""
-        path, model, processor = built["bert"]
-        ContextEmbedSentenceTransformer(str(path), device="cpu").save(str(tmp_path / "resaved"))
-        modules = json.loads((tmp_path / "resaved" / "modules.json").read_text())
-        assert [m["type"] for m in modules] == [m["type"] for m in ST_MODULES]
-        config = json.loads((tmp_path / "resaved" / "config_sentence_transformers.json").read_text())
-        assert config["requirements"] == st_requirements()
-        again = ContextEmbedSentenceTransformer(str(tmp_path / "resaved"), device="cpu")
-        got = again.encode_document(DOCS, output_value="token_embeddings")
-        for a, b in zip(got, direct_chunks(model, processor, DOCS)):
-            assert (a.cpu() - b).abs().max() <= 1e-5
-
-    def test_plain_resave_loads_in_the_same_version(self, built, tmp_path):
-        path, model, processor = built["qwen3"]
-        SentenceTransformer(str(path), device="cpu").save(str(tmp_path / "plain"))
-        got = SentenceTransformer(str(tmp_path / "plain"), device="cpu", trust_remote_code=False).encode_document(
-            as_chunked(DOCS), output_value="token_embeddings")
-        for a, b in zip(got, direct_chunks(model, processor, DOCS)):
-            assert (a.cpu() - b).abs().max() <= 1e-5
 
 
 FRESH_PROCESS = """

@@ -22,7 +22,7 @@ MODULES = sorted(
 )
 
 WITHOUT_DOCTESTS = {
-    "contextembed.build", "contextembed.checkpoint", "contextembed.corpus", "contextembed.quiet",
+    "contextembed.build", "contextembed.checkpoint", "contextembed.quiet",
     "contextembed.registration",  # import hooks, tested in fresh processes in tests/test_registration.py
     "contextembed.evaluation.loaders", "contextembed.evaluation.run",
     "contextembed.evaluation.protocols", "contextembed.hub",
@@ -34,7 +34,8 @@ WITHOUT_DOCTESTS = {
     # the server's routes and worker thread: tested over HTTP on a real process in tests/serve
     "contextembed.serve.app", "contextembed.serve.batcher", "contextembed.serve.ray_serve",
     # the stores' database glue: tested against the real databases in tests/stores
-    "contextembed.stores.lancedb", "contextembed.stores.qdrant", "contextembed.stores.postgres",
+    "contextembed.stores.index", "contextembed.stores.lancedb", "contextembed.stores.qdrant",
+    "contextembed.stores.postgres",
     # framework adapters: glue around the doctested grouping rule, tested in each real framework
     "contextembed.integrations.haystack", "contextembed.integrations.langchain",
     "contextembed.integrations.llamaindex", "contextembed.integrations.ray",

@@ -90,14 +90,14 @@ class TestEncodeDocuments:
         with pytest.raises(ValueError, match=message):
             encoder.encode_documents(docs, **kwargs)
 
-    def test_bad_documents(self, encoder):
+    def test_documents_the_encoder_refuses(self, encoder):
         with pytest.raises(ValueError, match="wrap a single document in a list"):
             encoder.encode_documents("just a string")
         with pytest.raises(ValueError, match="with a chunker, document 0 must be raw text"):
             encoder.encode_documents([["already", "chunked"]], chunker="sentences")
         with pytest.raises(ValueError, match="document 1 produced no chunks"):
             encoder.encode_documents(["fine.", "   "], chunker="sentences")
-        with pytest.raises(ValueError, match="document 0 is empty"):
+        with pytest.raises(ValueError, match=r"documents\[0\] must be a non-empty list of chunk strings, got an empty"):
             encoder.encode_documents([[]])
 
 
@@ -220,7 +220,7 @@ class TestEncodeTokenized:
             ({"max_tokens_per_batch": 0}, "max_tokens_per_batch must be a positive integer"),
         ],
     )
-    def test_bad_options(self, encoder, kwargs, message):
+    def test_bad_options_of_tokenized_rows(self, encoder, kwargs, message):
         rows = encoder.processor.tokenize_documents(DOCS, task="document")
         with pytest.raises(ValueError, match=message):
             encoder.encode_tokenized(rows, **kwargs)

@@ -54,11 +54,11 @@ class TestSelfContained:
         secret = tmp_path / "secret.txt"
         secret.write_text("TOP-SECRET-CONTENT " * 20)
         meta = json.loads((index / "index.json").read_text())
-        meta.update(root="/", documents=[str(secret), str(secret)])
+        meta.update(root="/", documents=[{"content_hash": "", "metadata": {"path": str(secret)}}] * 2)
         (index / "index.json").write_text(json.dumps(meta))
         records = [json.loads(line) for line in (index / "chunks.jsonl").read_text().splitlines()]
-        for record in records:
-            record["path"] = str(secret)
+        for record in records:  # every document's id a path to the secret (ids stay distinct: one a document)
+            record["path"] = str(secret) + "/.." * record["doc"]
         (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         assert "TOP-SECRET" not in search(index, model, capsys)
 
@@ -182,3 +182,49 @@ def test_search_json_is_one_ranked_object(setup, capsys):
     chunk = found["documents"][0]["chunk"]
     assert text[chunk["start"] : chunk["end"]] == chunk["text"] and isinstance(chunk["index"], int)
     assert main(["search", str(corpus), "who is the tenant", "--model", model, "--json", "--compare"]) == 2
+
+
+def test_an_index_of_format_2_is_read_as_a_store(setup, capsys):
+    """An index written before the index was a store: `documents` lists paths, no hashes, no metadata. It is
+    searched as it was, opened as a store, and its documents are kept in order of id; an incremental encode
+    into it (a file:// URI) embeds every document again, having no hash to compare."""
+    from contextembed.stores import open_store
+
+    model, corpus, index = setup
+    before = search(index, model, capsys)
+    meta = json.loads((index / "index.json").read_text())
+    records = [json.loads(line) for line in (index / "chunks.jsonl").read_text().splitlines()]
+    old = {**{k: meta[k] for k in ("model", "output_dim", "precision", "chunker", "num_documents", "num_chunks")},
+           "format_version": 2, "int8_clip_sigmas": 5.0, "int8_scheme": "clip",
+           "documents": [r["path"] for r in records if r["chunk"] == 0]}
+    (index / "index.json").write_text(json.dumps(old))
+    assert search(index, model, capsys) == before
+    with open_store(index) as store:
+        assert store.info.model == meta["model"] and store.count_chunks() == len(records)
+        assert store.document_hashes() == {"company.txt": "", "lease.txt": ""}
+        assert [d.id for d in store.fetch_documents(["lease.txt"])] == ["lease.txt"]
+    capsys.readouterr()
+    assert main(["encode", str(corpus), f"file://{index}", "--model", model, "--no-progress"]) == 0
+    assert "added 0, replaced 2, deleted 0, kept 0" in capsys.readouterr().out
+    assert json.loads((index / "index.json").read_text())["format_version"] == 3
+    assert search(index, model, capsys) == before
+
+
+def test_documents_of_an_old_index_are_searched_in_order_of_id(tmp_path):
+    """Format 2 kept the corpus's path order, where `a/b.txt` came before `a-b.txt`; code points put `-` first. Two
+    documents with the same vector tie, and the rule (the lower id first) decides, not the folder's row order."""
+    from contextembed.stores import open_store
+
+    records = [{"doc": 0, "path": "a/b.txt", "chunk": 0, "start": 0, "end": 4, "text": "rent"},
+               {"doc": 1, "path": "a-b.txt", "chunk": 0, "start": 0, "end": 4, "text": "rent"},
+               {"doc": 1, "path": "a-b.txt", "chunk": 1, "start": 5, "end": 8, "text": "due"}]
+    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    write_index(tmp_path / "old", vectors, records, {"model": "m", "output_dim": 2, "precision": "float32"})
+    meta = json.loads((tmp_path / "old" / "index.json").read_text())
+    meta.update(format_version=2, documents=["a/b.txt", "a-b.txt"])
+    (tmp_path / "old" / "index.json").write_text(json.dumps(meta))
+    with open_store(tmp_path / "old") as store:
+        hits = store.search_documents(np.array([1.0, 0.0], dtype=np.float32), k=2)
+        assert [h.document for h in hits] == ["a-b.txt", "a/b.txt"]
+        assert [d.id for d in store.fetch_documents(["a/b.txt", "a-b.txt"])] == ["a/b.txt", "a-b.txt"]
+        assert [c.text for c in store.fetch_documents(["a-b.txt"])[0].chunks] == ["rent", "due"]

@@ -18,6 +18,7 @@ from contextembed.backends.core import FINGERPRINT_KEY, INPUT_NAMES, weights_fin
 from contextembed.modeling import (
     ContextEmbedConfig,
     ContextEmbedOutput,
+    check_count,
     late_chunk_head,
     late_chunk_sums,
     pad_token_id,
@@ -121,9 +122,8 @@ class BackendModel:
         if not file.is_file():
             raise ValueError(f"{path} has no {file.relative_to(path)}: run `contextembed export {path} --format "
                              f"{backend}` first")
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 1):
-            raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+        if num_threads is not None:
+            check_count(num_threads, "num_threads")
         return cls(ContextEmbedConfig.from_pretrained(path), backend, file, weights_fingerprint(path), num_threads)
 
     def eval(self) -> BackendModel:

@@ -25,9 +25,16 @@ def add_commands(commands) -> None:
                         help="best chunks to show per document (default 2)")
     search.add_argument("--context", type=options.non_negative_int, default=80,
                         help="characters of context around a chunk (default 80)")
+    search.add_argument("--evidence", type=options.non_negative_int, default=0, metavar="N",
+                        help="with each document's answer (its best chunk), its N next-best chunks, the evidence that "
+                             "makes the answer verifiable, and a reader view of them in document order (a document "
+                             "with fewer chunks gives all it has; default 0: the answer alone, as --chunks-per-doc "
+                             "shows it)")
     search.add_argument("--json", action="store_true",
                         help='print one JSON object instead of text: {"query", "precision", "documents": [{"document", '
-                             '"score", "chunk": {"index", "start", "end", "text"}}, ...]}, ranked')
+                             '"score", "chunk": {"index", "start", "end", "text"}}, ...]}, ranked; with --evidence, '
+                             'each document also has "evidence": [{"index", "score", "start", "end", "text"}, ...] '
+                             'and "reader_view"')
     search.add_argument("--compare", action="store_true",
                         help="also rank the chunks encoded one by one, without their document (the usual RAG "
                              "pipeline), to see what context changes")
@@ -56,90 +63,21 @@ def add_commands(commands) -> None:
 
 def encode_command(args: argparse.Namespace) -> int:
     from contextembed.corpus import read_corpus
-    from contextembed.index import check_index_target, write_index
-
-    from contextembed.stores import is_store_uri
+    from contextembed.index import check_index_target
+    from contextembed.stores import StoreInfo, is_store_uri, open_store
+    from contextembed.stores.sync import sync_corpus
 
     if args.ray_actors is not None or args.ray_address is not None:
         return _encode_on_ray(args)
-    if is_store_uri(args.output_dir):
-        return _encode_to_store(args)
-    chunker = options.chunker(args)
-    check_index_target(args.output_dir, args.overwrite)  # before the embedding, not after
-    _, documents = read_corpus(args.path)
-    model = options.load_model(args)
-    vectors, records = _embed(model, documents, chunker, args, args.precision)
-    meta = {"model": args.model or "default", "output_dim": args.output_dim or model.output_dim,
-            "precision": args.precision, "int8_clip_sigmas": model.config.int8_clip_sigmas,
-            "int8_scheme": model.config.int8_scheme,
-            "chunker": str(chunker), "num_documents": len(documents), "documents": [d.path for d in documents]}
-    out = write_index(args.output_dir, vectors, records, meta, overwrite=args.overwrite)
-    print(f"wrote {len(records)} chunk vectors of {len(documents)} documents ({args.precision}, "
-          f"{meta['output_dim']}-d) to {out}")
-    return 0
-
-
-def search_command(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from contextembed.display import results_json, show_comparison, show_results
-    from contextembed.index import is_index, read_index, restore_interrupted
-    from contextembed.search import exact_search
-    from contextembed.stores import is_store_uri
-
-    if not args.query.strip():
-        raise ValueError("the query is empty")
-    if args.json and args.compare:
-        raise ValueError("--json prints the ranked documents only: leave out --compare")
-    if is_store_uri(args.path):
-        return _search_store(args)
-    chunker = options.chunker(args)
-    restore_interrupted(args.path)
-    if is_index(args.path):
-        if args.compare:
-            raise ValueError("--compare re-embeds the chunks, so it needs the documents: pass the corpus folder")
-        index = read_index(args.path)
-        if args.output_dim is not None and args.output_dim != index.meta["output_dim"]:
-            raise ValueError(f"the index holds {index.meta['output_dim']}-d vectors, got --output-dim "
-                             f"{args.output_dim}")
-        model = options.load_model(args, args.model or _index_model(index))
-        vectors, records = index.embeddings, index.chunks
-        precision, output_dim = index.meta["precision"], index.meta["output_dim"]
-    else:
-        from contextembed.corpus import read_corpus
-
-        _, documents = read_corpus(args.path)
-        model = options.load_model(args)
-        vectors, records = _embed(model, documents, chunker, args)
-        precision, output_dim = "float32", args.output_dim or model.output_dim
-    query = model.encode_queries([args.query], output_dim=output_dim, precision=precision, show_progress_bar=False)
-    doc_ids = np.array([r["doc"] for r in records])
-    result = exact_search(query, vectors, doc_ids, top_k_documents=args.top_k, top_k_chunks=len(vectors),
-                          block_size=65536, precision=precision)
-    if args.json:
-        print(json.dumps(results_json(args.query, result, records, precision=precision)))  # ASCII: safe anywhere
-        return 0
-    show_results(args.query, result, records, chunks_per_doc=args.chunks_per_doc, context=args.context,
-                 precision=precision, output_dim=output_dim,
-                 int8_clip_sigmas=None if model.config.int8_scheme != "unit" else model.config.int8_clip_sigmas)
-    if args.compare:
-        show_comparison(model, query, vectors, records, output_dim=args.output_dim, batch_size=args.batch_size)
-    return 0
-
-
-def _encode_to_store(args: argparse.Namespace) -> int:
-    from contextembed.corpus import read_corpus
-    from contextembed.stores import StoreInfo, open_store
-    from contextembed.stores.sync import sync_corpus
-
-    if args.precision not in ("float32", "int8"):
-        raise ValueError(f"stores keep float32 or int8 vectors, got --precision {args.precision}")
-    if args.overwrite:
+    folder = not is_store_uri(args.output_dir)  # a folder index; a URI (file:// included) is updated in place
+    if args.overwrite and not folder:
         raise ValueError("--overwrite replaces an index folder; a store is updated in place (only changed documents "
                          "are written): leave it out")
     chunker = options.chunker(args)
+    if folder:
+        check_index_target(args.output_dir, args.overwrite)  # before the embedding, not after
     _, documents = read_corpus(args.path)
-    with open_store(args.output_dir) as store:
+    with open_store(args.output_dir, overwrite=args.overwrite) as store:
         model = options.load_model(args)
         info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, args.precision, str(chunker))
         store.ensure(info)  # a store of other vectors is refused before anything is embedded
@@ -151,39 +89,78 @@ def _encode_to_store(args: argparse.Namespace) -> int:
     return 0
 
 
-def _search_store(args: argparse.Namespace) -> int:
-    from contextembed.display import hits_json, show_store_results
-    from contextembed.stores import open_store
+def search_command(args: argparse.Namespace) -> int:
+    from contextembed.display import results_json, show_comparison, show_results
+    from contextembed.index import document_text
+    from contextembed.search import search
 
-    if args.compare:
-        raise ValueError("--compare re-embeds the chunks, so it needs the documents: pass the corpus folder")
-    with open_store(args.path) as store:
+    if not args.query.strip():
+        raise ValueError("the query is empty")
+    if args.json and args.compare:
+        raise ValueError("--json prints the ranked documents only: leave out --compare")
+    store, model = _searched_store(args)
+    with store:
         info = store.info
-        if args.output_dim is not None and args.output_dim != info.output_dim:
-            raise ValueError(f"the store holds {info.output_dim}-d vectors, got --output-dim {args.output_dim}")
-        model = options.load_model(args, args.model or (None if info.model == "default" else info.model))
         query = model.encode_queries([args.query], output_dim=info.output_dim, precision=info.precision,
                                      show_progress_bar=False)
-        hits = store.search_documents(query[0], k=args.top_k)
-        if args.json:
-            print(json.dumps(hits_json(args.query, hits, precision=info.precision)))
+        if args.json:  # ASCII: safe anywhere
+            hits = search(store, query[0], args.top_k, evidence=args.evidence)
+            print(json.dumps(results_json(args.query, hits, precision=info.precision, evidence=bool(args.evidence))))
             return 0
-        show_store_results(args.query, hits, uri=store.uri, chunks=store.count_chunks(), precision=info.precision,
-                           output_dim=info.output_dim,
-                           int8_clip_sigmas=None if model.config.int8_scheme != "unit" else model.config.int8_clip_sigmas)
+        # Without --evidence, each document shows its best --chunks-per-doc chunks: its answer and the next ones.
+        hits = search(store, query[0], args.top_k, evidence=args.evidence or args.chunks_per_doc - 1)
+        texts = {d.id: document_text([{"start": c.start, "end": c.end, "text": c.text} for c in d.chunks])
+                 for d in store.fetch_documents([h.document for h in hits])}
+        show_results(args.query, hits, texts, header=_header(store), context=args.context, precision=info.precision,
+                     output_dim=info.output_dim, evidence=bool(args.evidence),
+                     int8_clip_sigmas=None if model.config.int8_scheme != "unit" else model.config.int8_clip_sigmas)
+        if args.compare:
+            index = store.snapshot()
+            show_comparison(model, query, index.embeddings, index.chunks, output_dim=args.output_dim,
+                            batch_size=args.batch_size)
     return 0
 
 
-def _embed(model, documents, chunker, args: argparse.Namespace, precision: str = "float32"):
-    from contextembed.corpus import embed_corpus
+def _searched_store(args: argparse.Namespace):
+    """The store `args.path` names (a store URI or an index folder), or a folder of documents embedded into an index
+    in memory; and the model that made (or makes) its vectors."""
+    from contextembed.index import is_index, restore_interrupted
+    from contextembed.stores import StoreInfo, is_store_uri, open_store
+    from contextembed.stores.index import IndexStore
+    from contextembed.stores.sync import sync_corpus
 
-    return embed_corpus(model, documents, chunker, batch_size=args.batch_size, output_dim=args.output_dim,
-                        precision=precision, show_progress_bar=options.progress(args))
+    chunker = options.chunker(args)
+    if is_store_uri(args.path) or (restore_interrupted(args.path) or is_index(args.path)):
+        if args.compare:
+            raise ValueError("--compare re-embeds the chunks, so it needs the documents: pass the corpus folder")
+        store = open_store(args.path)
+        info = store.info
+        if args.output_dim is not None and args.output_dim != info.output_dim:
+            store.close()
+            raise ValueError(f"the {store.noun} holds {info.output_dim}-d vectors, got --output-dim {args.output_dim}")
+        return store, options.load_model(args, args.model or (None if info.model == "default" else info.model))
+    from contextembed.corpus import read_corpus
+
+    _, documents = read_corpus(args.path)
+    model = options.load_model(args)
+    store = IndexStore(uri=args.path)
+    info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, "float32", str(chunker))
+    sync_corpus(store, documents, info, lambda texts: model.encode_documents(
+        texts, chunker=chunker, batch_size=args.batch_size, output_dim=args.output_dim,
+        show_progress_bar=options.progress(args)))
+    return store, model
 
 
-def _index_model(index) -> str | None:
-    model = index.meta.get("model")
-    return None if model in (None, "default") else model
+def _header(store) -> str:
+    """The line under the query: how much was searched."""
+    from contextembed.stores.index import IndexStore
+
+    from contextembed.display import printable
+
+    if isinstance(store, IndexStore):
+        return (f"{len(store.document_hashes())} documents, {store.count_chunks()} chunks, each embedded with its "
+                "whole document in view")
+    return f"{store.count_chunks()} chunks in {printable(store.uri)}, each embedded with its whole document in view"
 
 
 def _encode_on_ray(args: argparse.Namespace) -> int:

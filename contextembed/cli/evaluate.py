@@ -31,7 +31,8 @@ def add_commands(commands) -> None:
                           help="late chunking with each sentence's vector mixed with it encoded alone, weight W in "
                                "[0, 1] (encode_documents' local_mix; context-bench layout; default 0)")
     evaluate.add_argument("--store", metavar="URI", help="for --format beir: also write the vectors to this store "
-                          "(lancedb://, qdrant://, pgserver://, postgresql://) and retrieve through it, reported "
+                          "(an index folder or file://, lancedb://, qdrant://, pgserver://, postgresql://) and "
+                          "retrieve through it, reported "
                           "beside exact search (Recall@1000, nDCG@10)")
     evaluate.add_argument("--ann", action="store_true", help="with --store: build the store's ANN index and search "
                           "through it (default: the store's exact search)")

@@ -7,9 +7,31 @@ import argparse
 from contextembed.cli.choices import BACKENDS, CHUNKERS, DTYPES
 
 
+def _count(least: int):
+    """An argparse `type` for an integer option of at least `least`, checked by the one count check of the library
+    and the server (`check_count`); argparse puts the flag's name in front of the message
+    (`argument --top-k: must be a positive integer, got 0`). A valid count needs no import: the check (and the model
+    package it lives in) is loaded only to word a refusal."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = text  # not an integer: the check says so, quoting it
+        if isinstance(value, int) and value >= least:
+            return value
+        from contextembed.modeling import check_count
+
+        try:
+            return check_count(value, least=least)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = "positive_int" if least == 1 else "non_negative_int"
+    return parse
+
+
 def _number(kind: type, ok, expected: str):
-    """An argparse `type` that parses `kind` and checks `ok`; argparse puts the flag's name in front of the message
-    (`argument --top-k: must be a positive integer, got 0`)."""
+    """An argparse `type` that parses `kind` and checks `ok`, for options that are not counts."""
     def parse(text: str):
         try:
             value = kind(text)
@@ -23,8 +45,8 @@ def _number(kind: type, ok, expected: str):
     return parse
 
 
-positive_int = _number(int, lambda v: v > 0, "a positive integer")
-non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
+positive_int = _count(1)
+non_negative_int = _count(0)
 positive_float = _number(float, lambda v: v > 0, "a positive number")
 non_negative_float = _number(float, lambda v: v >= 0 and v != float("inf"), "a non-negative number")
 unit_float = _number(float, lambda v: 0 <= v <= 1, "a number in [0, 1]")

@@ -7,12 +7,9 @@ from contextembed.evaluation.context_bench import (
     ContextDocument,
     ContextQuery,
     aggregate,
-    best_hit,
     evidence_at_k,
     per_query_metrics,
     run_context_bench,
-    tie_aware_order,
-    tie_aware_rank,
 )
 from contextembed.evaluation.fusion import reciprocal_rank_fusion, rrf_subsample
 from contextembed.evaluation.ir_metrics import evaluate_run, mrr_at_k, ndcg_at_k, recall_at_k
@@ -23,7 +20,6 @@ __all__ = [
     "ContextDocument",
     "ContextQuery",
     "aggregate",
-    "best_hit",
     "evaluate_run",
     "evidence_at_k",
     "load_beir",
@@ -38,7 +34,5 @@ __all__ = [
     "run_context_bench",
     "run_conteb",
     "run_q2d",
-    "tie_aware_order",
-    "tie_aware_rank",
     "truncate_to_tokens",
 ]

@@ -16,7 +16,8 @@ Definitions (SPEC.md §3), over an exhaustive ranking of every chunk (sentence) 
   one-sentence answer; each shared line of an ingredient list).
   Only context can tell such copies apart, so this is late chunking's own share of Answer@1, apart from how well the
   backbone matches the query's words; a sentence embedded alone ties with its copies and scores what the tie rule
-  gives (the copy with the lowest corpus index wins), chance for a family whose copies are asked about equally.
+  gives (the copy in the document with the lowest id wins), chance for a family whose copies are asked about
+  equally.
 - **where Answer@1 misses**, for every query, from the sentence that ranks first when no accepted answer does (the
   best-ranked non-answer): **WrongSentence@1** = 1 when it is another sentence of a target document (the document
   was found, the sentence in it was not: a neighbour's words, or its evidence, matched better); **WrongCopy@1** = 1
@@ -35,11 +36,12 @@ model that finds the answers can score below one that ranks the title first.
 Queries without evidence groups are left out of the two evidence means (their number is reported);
 they still count for Document@K and Answer@K.
 
-Ties are broken by a stated rule, not by float noise: two float scores within `TIE_TOLERANCE` of each other are
-equal (identical texts in different batches differ by ~1e-7 from summation order alone, which would otherwise
-decide a tie differently on another CPU), and equal scores rank the lower corpus index (document, then sentence)
-first. Integer scores of codes are compared exactly. Each query records `tied`: whether a tie decided its
-Document@1 or Answer@1, so the report says how many figures rest on the rule.
+Ties follow the one rule of `contextembed.retrieval`: equal scores rank the lower document id first, then the lower
+sentence index. Scores are compared exactly, and float noise never makes or breaks a tie: a text is embedded once
+however often it occurs (a sentence embedded alone, and its word-for-word copies, share one vector; the same batch
+of another size would otherwise move each copy by ~1e-7), and `scoring.dot`'s scores depend on the two vectors
+alone. Each query records `tied`: whether a tie decided its Document@1 or Answer@1, so the report says how many
+figures rest on the rule.
 """
 
 from __future__ import annotations
@@ -49,10 +51,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextembed.corpus import encode_once
+from contextembed.retrieval import first_of, rank_of_first, ranking
 from contextembed.scoring import dot
 
 EVIDENCE_GATE = 10
-TIE_TOLERANCE = 1e-5
+TIE_RULE = "equal scores: the lower document id, then the lower sentence index, first"
 MODES = ("contextual", "independent", "whole-document")
 
 
@@ -72,6 +76,19 @@ class ContextQuery:
     capability: str | None = None
 
 
+# Kept for one release for callers of the old names (scripts/within_document_matching.py): scores are compared
+# exactly now, so the tolerance is 0 and the rank is `contextembed.retrieval.rank_of_first`'s.
+TIE_TOLERANCE = 0.0
+
+
+def tie_aware_rank(scores: np.ndarray, is_hit: np.ndarray, tolerance: float = 0.0) -> tuple[int | None, bool]:
+    """Deprecated: `contextembed.retrieval.rank_of_first` (the one tie rule; `tolerance` must be 0)."""
+    if tolerance:
+        raise ValueError(f"scores are compared exactly (the tie rule of contextembed.retrieval), got tolerance "
+                         f"{tolerance!r}: call contextembed.retrieval.rank_of_first")
+    return rank_of_first(scores, is_hit)
+
+
 def sentence_id(doc_id: str, index: int) -> str:
     """The id of a document's sentence.
 
@@ -89,55 +106,6 @@ def copy_groups(texts: Sequence[str]) -> np.ndarray:
     """
     first: dict[str, int] = {}
     return np.array([first.setdefault(text, i) for i, text in enumerate(texts)], dtype=np.int64)
-
-
-def best_hit(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> int | None:
-    """Index of the hit that ranks first: the highest score, the lower index among hits within `tolerance` of it.
-
-    >>> best_hit(np.array([0.9, 0.5 + 1e-7, 0.2, 0.5]), np.array([False, True, False, True]), 1e-5)
-    1
-    """
-    hits = np.flatnonzero(is_hit)
-    if not len(hits):
-        return None
-    return int(hits[scores[hits] >= scores[hits].max() - tolerance].min())
-
-
-def tie_aware_rank(scores: np.ndarray, is_hit: np.ndarray, tolerance: float) -> tuple[int | None, bool]:
-    """1-based rank of the best-ranked hit when scores within `tolerance` are equal and equal scores rank the lower
-    index first, and whether such a tie decided if it ranks first.
-
-    >>> tie_aware_rank(np.array([0.5, 0.2, 0.5 + 1e-7]), np.array([False, False, True]), 1e-5)  # tied: index 0 first
-    (2, True)
-    >>> tie_aware_rank(np.array([0.5 + 1e-7, 0.2, 0.5]), np.array([True, False, False]), 1e-5)
-    (1, True)
-    >>> tie_aware_rank(np.array([0.2, 0.9, 0.5]), np.array([False, False, True]), 1e-5)
-    (2, False)
-    """
-    best = best_hit(scores, is_hit, tolerance)
-    if best is None:
-        return None, False
-    others = np.ones(len(scores), dtype=bool)
-    others[best] = False
-    score = scores[best]
-    above = others & (scores > score + tolerance)
-    tied = others & (np.abs(scores - score) <= tolerance)
-    rank = int(above.sum() + (tied & (np.arange(len(scores)) < best)).sum()) + 1
-    return rank, bool((tied & ~is_hit).any() and not above.any())
-
-
-def tie_aware_order(scores: np.ndarray, tolerance: float) -> np.ndarray:
-    """Indices by score, best first, scores within `tolerance` of their neighbour counted equal (lower index first).
-
-    >>> tie_aware_order(np.array([0.5, 0.9, 0.5 + 1e-7, 0.1]), 1e-5).tolist()
-    [1, 0, 2, 3]
-    """
-    by_score = np.lexsort((np.arange(len(scores)), -scores))
-    gaps = -np.diff(scores[by_score]) > tolerance  # a new group of equal scores starts after each real gap
-    group = np.concatenate([[0], np.cumsum(gaps)])
-    order_of = np.empty(len(scores), dtype=np.int64)
-    order_of[by_score] = group
-    return np.lexsort((np.arange(len(scores)), order_of))
 
 
 def evidence_at_k(
@@ -231,7 +199,8 @@ def per_query_metrics(
         vectors: (N, D) one row per sentence (`sentence_level`) or per document.
         row_doc: (N,) document index of each row, non-decreasing.
         row_ids: sentence id of each row ("docid#i"); ignored when not `sentence_level`.
-        doc_names: document id of each document index.
+        doc_names: document id of each document index (in any order: rows are put in the tie rule's order, by
+            document id, first).
         queries: the annotated queries, in the order of `query_vectors`.
         ks: the K values to report.
         sentence_level: False for one vector per document (only Document@K is defined).
@@ -242,7 +211,8 @@ def per_query_metrics(
         One dict per query; evidence metrics only for queries with evidence groups, Copy@1 only for queries with an
         answer text that a row other than an accepted answer repeats.
     """
-    tolerance = TIE_TOLERANCE if precision == "float32" else 0.0
+    vectors, row_doc, row_ids, doc_names, row_copies = _by_document_id(vectors, row_doc, row_ids, doc_names,
+                                                                       row_copies, sentence_level)
     starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
     name_to_index = {name: i for i, name in enumerate(doc_names)}
     row_index = {row_id: i for i, row_id in enumerate(row_ids)} if sentence_level else {}
@@ -253,23 +223,36 @@ def per_query_metrics(
         doc_scores = np.maximum.reduceat(scores, starts[:-1], axis=1) if len(vectors) else scores  # (q, docs)
         for offset, query in enumerate(queries[first : first + block]):
             records.append(_query_metrics(query, scores[offset], doc_scores[offset], name_to_index, row_index,
-                                          row_ids, starts, ks, sentence_level, tolerance,
-                                          row_copies if sentence_level else None))
+                                          row_ids, starts, ks, sentence_level, row_copies if sentence_level else None))
     return records
 
 
+def _by_document_id(vectors, row_doc, row_ids, doc_names, row_copies, sentence_level: bool):
+    """The rows reordered so that positions follow the tie rule: documents by id, each one's rows in order."""
+    order = sorted(range(len(doc_names)), key=lambda d: doc_names[d])
+    if order == list(range(len(doc_names))):
+        return vectors, np.asarray(row_doc), row_ids, list(doc_names), row_copies
+    starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
+    rows = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order]).astype(np.int64)
+    new_index = np.empty(len(order), dtype=np.int64)
+    new_index[order] = np.arange(len(order))
+    return (vectors[rows], new_index[np.asarray(row_doc)[rows]],
+            [row_ids[r] for r in rows] if sentence_level else row_ids, [doc_names[d] for d in order],
+            None if row_copies is None else np.asarray(row_copies)[rows])
+
+
 def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_index, row_ids, starts, ks,
-                   sentence_level: bool, tolerance: float, row_copies: np.ndarray | None) -> dict[str, float]:
+                   sentence_level: bool, row_copies: np.ndarray | None) -> dict[str, float]:
     is_target = np.zeros(len(doc_scores), dtype=bool)
     is_target[[name_to_index[t] for t in query.targets if t in name_to_index]] = True
-    rank, doc_tied = tie_aware_rank(doc_scores, is_target, tolerance)
+    rank, doc_tied = rank_of_first(doc_scores, is_target)
     record: dict[str, float] = {f"Document@{k}": float(rank is not None and rank <= k) for k in ks}
     if not sentence_level:
         record["tied"] = float(doc_tied)
         return record
     is_answer = np.zeros(len(scores), dtype=bool)
     is_answer[[row_index[a] for a in query.answers if a in row_index]] = True
-    answer_rank, answer_tied = tie_aware_rank(scores, is_answer, tolerance)
+    answer_rank, answer_tied = rank_of_first(scores, is_answer)
     for k in ks:
         record[f"Answer@{k}"] = float(answer_rank is not None and answer_rank <= k)
     record["tied"] = float(doc_tied or answer_tied)
@@ -278,19 +261,18 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
         for text in np.unique(row_copies[is_answer]):
             copies = row_copies == text  # the rows with this accepted answer's exact text
             if (copies & ~is_answer).any():
-                copy_rank, _ = tie_aware_rank(scores[copies], is_answer[copies], tolerance)
+                copy_rank, _ = rank_of_first(scores[copies], is_answer[copies])
                 wins.append(float(copy_rank == 1))
         if wins:
             record["Copy@1"] = sum(wins) / len(wins)
         is_evidence = np.zeros(len(scores), dtype=bool)
         is_evidence[[row_index[i] for group in query.evidence for alternative in group for i in alternative
                      if i in row_index]] = True
-        record.update(miss_causes(scores, is_answer, answer_rank == 1, row_copies, starts, is_target, tolerance,
-                                  is_evidence))
+        record.update(miss_causes(scores, is_answer, answer_rank == 1, row_copies, starts, is_target, is_evidence))
     if query.evidence:
-        d_star = best_hit(doc_scores, is_target, tolerance)  # the loaders check that every target exists
+        d_star = first_of(doc_scores, is_target)  # the loaders check that every target exists
         rows = np.arange(starts[d_star], starts[d_star + 1])
-        sentence_order = [row_ids[rows[i]] for i in tie_aware_order(scores[rows], tolerance)]
+        sentence_order = [row_ids[rows[i]] for i in ranking(scores[rows])]
         for k in ks:
             recall, complete = evidence_at_k(sentence_order, query.answers, query.evidence, k, rank)
             record[f"EvidenceRecall@{k}"], record[f"AllEvidence@{k}"] = recall, complete
@@ -302,7 +284,7 @@ def _query_metrics(query: ContextQuery, scores, doc_scores, name_to_index, row_i
 
 
 def miss_causes(scores: np.ndarray, is_answer: np.ndarray, hit: bool, row_copies: np.ndarray, starts: np.ndarray,
-                is_target: np.ndarray, tolerance: float, is_evidence: np.ndarray | None = None) -> dict[str, float]:
+                is_target: np.ndarray, is_evidence: np.ndarray | None = None) -> dict[str, float]:
     """Where one query's Answer@1 went (module docstring): `WrongSentence@1`, `WrongCopy@1`, `WrongDocument@1`, all 0
     when `hit`, else 1 for the cause of the best-ranked non-answer row; `EvidenceFirst@1` 1 when that row is one of
     `is_evidence`.
@@ -311,18 +293,18 @@ def miss_causes(scores: np.ndarray, is_answer: np.ndarray, hit: bool, row_copies
 
     >>> starts, target, copies = np.array([0, 2, 4]), np.array([True, False]), np.array([0, 1, 0, 3])
     >>> answer = np.array([True, False, False, False])
-    >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target, 1e-5)
+    >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target)
     {'WrongSentence@1': 1.0, 'WrongCopy@1': 0.0, 'WrongDocument@1': 0.0, 'EvidenceFirst@1': 0.0}
     >>> evidence = np.array([False, True, False, False])  # row 1 is the query's evidence (the copy's name, say)
-    >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target, 1e-5, evidence)
+    >>> miss_causes(np.array([0.5, 0.9, 0.1, 0.2]), answer, False, copies, starts, target, evidence)
     {'WrongSentence@1': 1.0, 'WrongCopy@1': 0.0, 'WrongDocument@1': 0.0, 'EvidenceFirst@1': 1.0}
-    >>> miss_causes(np.array([0.5, 0.1, 0.9, 0.2]), answer, False, copies, starts, target, 1e-5)["WrongCopy@1"]
+    >>> miss_causes(np.array([0.5, 0.1, 0.9, 0.2]), answer, False, copies, starts, target)["WrongCopy@1"]
     1.0
-    >>> miss_causes(np.array([0.5, 0.1, 0.2, 0.9]), answer, False, copies, starts, target, 1e-5)["WrongDocument@1"]
+    >>> miss_causes(np.array([0.5, 0.1, 0.2, 0.9]), answer, False, copies, starts, target)["WrongDocument@1"]
     1.0
     """
     causes = dict.fromkeys(("WrongSentence@1", "WrongCopy@1", "WrongDocument@1", "EvidenceFirst@1"), 0.0)
-    first = None if hit else best_hit(scores, ~is_answer, tolerance)
+    first = None if hit else first_of(scores, ~is_answer)
     if first is None:  # a hit, or a corpus with nothing but answers
         return causes
     causes["EvidenceFirst@1"] = float(is_evidence is not None and bool(is_evidence[first]))
@@ -420,16 +402,12 @@ def run_context_bench(
     results: dict[str, dict[str, float]] = {}
     for mode in modes:
         if mode == "contextual":
-            titled = {} if titles is None else {"titles": list(titles)}
-            if local_mix:
-                titled["local_mix"] = local_mix
-            vectors = np.concatenate(model.encode_documents([d.sentences for d in documents], **options, **titled))
+            mixed = {"local_mix": local_mix} if local_mix else {}
+            vectors = encode_once(model, [d.sentences for d in documents], titles, **options, **mixed)
         elif mode == "independent":
-            vectors = np.concatenate(model.encode_documents([[s] for d in documents for s in d.sentences],
-                                                              **options))
+            vectors = encode_once(model, [[s] for d in documents for s in d.sentences], **options)
         else:
-            vectors = np.concatenate(model.encode_documents([[" ".join(d.sentences)] for d in documents],
-                                                              **options))
+            vectors = encode_once(model, [[" ".join(d.sentences)] for d in documents], **options)
         sentence_level = mode != "whole-document"
         rows = row_doc if sentence_level else np.arange(len(documents))
         records = per_query_metrics(query_vectors, vectors, rows, row_ids, doc_names, queries, ks,

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from contextembed.modeling import check_count
+
 METRICS = ("ndcg", "recall", "mrr")
 
 Run = Mapping[str, Mapping[str, float]]
@@ -76,8 +78,7 @@ def evaluate_run(
         if metric not in METRICS:
             raise ValueError(f"metrics must be among {METRICS}, got {metric!r}")
     for k in ks:
-        if not isinstance(k, int) or k <= 0:
-            raise ValueError(f"every k must be a positive integer, got {k!r}")
+        check_count(k, "every k")
     functions = {"ndcg": ndcg_at_k, "recall": recall_at_k, "mrr": mrr_at_k}
     per_query: dict[str, dict[str, float]] = {}
     for query_id in sorted(set(run) & set(qrels)):

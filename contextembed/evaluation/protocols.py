@@ -16,7 +16,7 @@ import numpy as np
 from contextembed.chunking import Chunk
 from contextembed.evaluation.ir_metrics import evaluate_run
 from contextembed.evaluation.loaders import BeirDataset, ChunkTask
-from contextembed.search import exact_search
+from contextembed.retrieval import exact_search
 
 CONTEB_MODES = ("contextual", "independent")
 

@@ -28,13 +28,11 @@ def ties_line(results: dict) -> str:
     """How many queries a score tie decided (`tied`), per mode, in one sentence.
 
     >>> ties_line({"contextual": {"tied": 0.0, "queries": 4}, "independent": {"tied": 0.5, "queries": 4}})
-    'Ties (scores within 1e-05, the lower corpus index ranked first) decided Document@1 or Answer@1 for 0 of 4 queries (contextual), 2 of 4 (independent).'
+    'Ties (equal scores, the lower document id ranked first) decided Document@1 or Answer@1 for 0 of 4 queries (contextual), 2 of 4 (independent).'
     """
-    from contextembed.evaluation.context_bench import TIE_TOLERANCE
-
     parts = [f"{round(m['tied'] * m['queries'])} of {m['queries']}" + (" queries" if i == 0 else "") + f" ({mode})"
              for i, (mode, m) in enumerate((mode, m) for mode, m in results.items() if "tied" in m)]
-    return (f"Ties (scores within {TIE_TOLERANCE:g}, the lower corpus index ranked first) decided Document@1 or "
+    return (f"Ties (equal scores, the lower document id ranked first) decided Document@1 or "
             f"Answer@1 for {', '.join(parts)}.")
 
 
@@ -42,13 +40,13 @@ def copy_line(results: dict) -> str:
     """What Copy@1 rests on, in one sentence.
 
     >>> print(copy_line({"contextual": {"Copy@1": 1.0, "copy_queries": 8, "queries": 10}}))
-    Copy@1: for the 8 of 10 queries whose answer sentence also occurs word for word elsewhere (in copies of one document that differ in another part, or a line that several documents share), whether the asked document's sentence ranks above its copies; only context can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).
+    Copy@1: for the 8 of 10 queries whose answer sentence also occurs word for word elsewhere (in copies of one document that differ in another part, or a line that several documents share), whether the asked document's sentence ranks above its copies; only context can separate them, and a sentence embedded alone ties with its copies (the lowest document id wins).
     """
     metrics = next(m for m in results.values() if "copy_queries" in m)
     return (f"Copy@1: for the {metrics['copy_queries']} of {metrics['queries']} queries whose answer sentence also "
             "occurs word for word elsewhere (in copies of one document that differ in another part, or a line that "
             "several documents share), whether the asked document's sentence ranks above its copies; only context "
-            "can separate them, and a sentence embedded alone ties with its copies (the lowest corpus index wins).")
+            "can separate them, and a sentence embedded alone ties with its copies (the lowest document id wins).")
 
 
 MISS_CAUSES = (("WrongSentence@1", "another sentence of the asked document"),

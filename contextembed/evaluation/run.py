@@ -12,6 +12,7 @@ from pathlib import Path
 
 from contextembed.evaluation import distance, loaders, protocols, report
 from contextembed.evaluation.context_bench import run_context_bench
+from contextembed.modeling import check_count
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +31,8 @@ def evaluate_datasets(model, datasets: Mapping[str, tuple[Path, str]], *, ks: Se
     if store is not None and any(layout != "beir" for _, layout in datasets.values()):
         raise ValueError("retrieval through a store is measured on first-stage (BEIR/Q2D layout) datasets: "
                          "pass --format beir")
-    if any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
-        raise ValueError(f"ks must be positive integers, got {list(ks)}")
+    for k in ks:
+        check_count(k, "every k")
     options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
     ks = sorted(set(ks))
     results, tables = {}, []

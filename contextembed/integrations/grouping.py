@@ -13,34 +13,10 @@ from typing import Literal
 
 import numpy as np
 
+from contextembed.modeling import EmptyChunks
+
 MISSING_SOURCE = ("error", "alone")
 MissingSource = Literal["error", "alone"]
-EmptyChunks = Literal["error", "zero"]
-
-
-def chunk_lists(documents, what: str = "documents") -> list[list[str]]:
-    """`documents` as lists of chunk strings; a bare string where a list of chunks belongs is an error, not a list
-    of its characters.
-
-    >>> chunk_lists([["a", "b"], ("c",)])
-    [['a', 'b'], ['c']]
-    >>> chunk_lists(["rent"])
-    Traceback (most recent call last):
-    ...
-    ValueError: documents[0] must be a list of chunk strings, got a str ('rent'): wrap a one-chunk document as ['rent']
-    """
-    if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence):
-        raise ValueError(f"{what} must be a list of documents, each a list of chunk strings, got "
-                         f"{type(documents).__name__}")
-    lists = []
-    for i, document in enumerate(documents):
-        if isinstance(document, str):
-            raise ValueError(f"{what}[{i}] must be a list of chunk strings, got a str ({document[:40]!r}): wrap a "
-                             f"one-chunk document as [{document[:40]!r}]")
-        if not isinstance(document, Sequence) or not all(isinstance(c, str) for c in document):
-            raise ValueError(f"{what}[{i}] must be a list of chunk strings, got {type(document).__name__}")
-        lists.append(list(document))
-    return lists
 
 
 def group_chunks(sources: Sequence[Hashable | None], positions: Sequence[float | None], *,

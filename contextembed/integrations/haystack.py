@@ -10,6 +10,10 @@ orders them by the second, encodes each source document once, and returns the do
     pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=120))
     pipeline.add_component("embedder", ContextualDocumentEmbedder())
     pipeline.add_component("writer", DocumentWriter(document_store))
+
+`ContextualStoreRetriever` retrieves from a contextembed store given by URI or path (so a pipeline serialises):
+each `Document` is a found document's answer chunk; with `evidence=N`, its `meta` also holds the N chunks that make
+the answer verifiable and their `reader_view`.
 """
 
 from __future__ import annotations
@@ -22,12 +26,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError('the Haystack integration needs haystack-ai: pip install "contextembed[haystack]"') from error
 
 import contextembed
-from contextembed.integrations.grouping import (
-    MISSING_SOURCE,
-    EmptyChunks,
-    MissingSource,
-    encode_grouped,
-)
+from contextembed.integrations.grouping import MISSING_SOURCE, MissingSource, encode_grouped
+from contextembed.integrations.store_retrieval import StoreSearch, hit_metadata
+from contextembed.modeling import EmptyChunks
 from contextembed.mixing import check_local_mix
 
 EMPTY_CHUNKS = ("error", "zero")
@@ -126,3 +127,37 @@ def _model_name(model) -> str:
         raise ValueError(f"model must be a checkpoint path or Hub id ('' for the default model), got "
                          f"{type(model).__name__}: a Haystack component is serialised with its pipeline")
     return model
+
+
+@component
+class ContextualStoreRetriever:
+    """Retrieve from a contextembed store.
+
+    Args:
+        store: a store URI or an index folder's path.
+        model: the model that made the store's vectors (a checkpoint path or Hub id); empty: the one the store names.
+        top_k: documents per query.
+        evidence: the switch: N > 0 puts each document's N next-best chunks and its reader view in `meta`.
+        where: a metadata filter, as `VectorStore.search_documents` takes it.
+    """
+
+    def __init__(self, store: str, model: str = "", top_k: int = 4, evidence: int = 0, where: dict | None = None):
+        self.store, self.model, self.top_k, self.evidence, self.where = store, model, top_k, evidence, where
+        self._search = StoreSearch(store, model or None, k=top_k, evidence=evidence, where=where)
+
+    def warm_up(self) -> None:
+        self._search.model  # noqa: B018 - loads it
+
+    def to_dict(self) -> dict:
+        return default_to_dict(self, store=self.store, model=self.model, top_k=self.top_k, evidence=self.evidence,
+                               where=self.where)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ContextualStoreRetriever:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, top_k: int | None = None) -> dict:
+        on = self.evidence > 0
+        return {"documents": [Document(id=f"{hit.document}#{hit.chunk.index}", content=hit.chunk.text, score=hit.score,
+                                       meta=hit_metadata(hit, evidence=on)) for hit in self._search(query, top_k)]}

@@ -20,6 +20,13 @@ Staged vectors are keyed by chunk text and handed out first in, first out, so a 
 six documents gets each document's own vector in the order the store asks for them (stores and `index()` keep
 the order of the documents they are given). A text that was not staged, such as a store's `"dummy_text"`
 dimension probe, is encoded alone; `strict=True` makes it an error instead.
+
+`ContextualStoreRetriever` retrieves from a contextembed store (an index folder, LanceDB, Qdrant, PostgreSQL): each
+`Document` is a found document's answer chunk; with `evidence=N`, its metadata also holds the N chunks that make
+the answer verifiable and their `reader_view` (see `contextembed.integrations.store_retrieval`):
+
+    retriever = ContextualStoreRetriever(store="lancedb:///srv/leases", evidence=2)
+    retriever.invoke("Who pays for electricity at 88 Ocean Drive?")[0].metadata["reader_view"]
 """
 
 from __future__ import annotations
@@ -31,14 +38,19 @@ from collections import defaultdict, deque
 from collections.abc import Iterator, Sequence
 
 try:
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import BaseDocumentTransformer, Document
     from langchain_core.embeddings import Embeddings
+    from langchain_core.retrievers import BaseRetriever
     from langchain_core.vectorstores import VectorStore
+    from pydantic import ConfigDict, PrivateAttr
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError('the LangChain integration needs langchain-core: pip install "contextembed[langchain]"') from error
 
 import contextembed
-from contextembed.integrations.grouping import MissingSource, chunk_lists, encode_grouped
+from contextembed.integrations.grouping import MissingSource, encode_grouped
+from contextembed.integrations.store_retrieval import StoreSearch, hit_metadata
+from contextembed.modeling import normalize_documents
 
 PARENT_ID, CHUNK_INDEX, CHUNKS, START, END = "parent_id", "chunk_index", "n_chunks", "start_index", "end_index"
 
@@ -88,7 +100,7 @@ class ContextualEmbeddings(Embeddings):
 
     def embed_documents_grouped(self, documents: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Several documents, each a list of its chunks: one list of chunk vectors per document."""
-        documents = chunk_lists(documents, "documents")
+        documents = normalize_documents(documents, "documents", strings="error")
         return [v.tolist() for v in self.model.encode_documents(documents, **self._options())]
 
     @contextlib.contextmanager
@@ -185,3 +197,31 @@ def add_documents_contextual(vectorstore: VectorStore, documents: Sequence[Docum
         raise ValueError(f"the vector store used {len(chunks) - left} of {len(chunks)} staged vectors: it does not "
                          "embed with these ContextualEmbeddings (pass them to the store's constructor)")
     return ids
+
+
+class ContextualStoreRetriever(BaseRetriever):
+    """A LangChain retriever on a contextembed store.
+
+    Args:
+        store: a `contextembed.stores.VectorStore`, a store URI or an index folder's path.
+        model: the model that made the store's vectors (a `ContextEmbedder`, a checkpoint path or Hub id); default:
+            the one the store names.
+        k: documents per query.
+        evidence: the switch: N > 0 puts each document's N next-best chunks and its reader view in the metadata.
+        where: a metadata filter, as `VectorStore.search_documents` takes it.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    store: object
+    model: object = None
+    k: int = 4
+    evidence: int = 0
+    where: dict | None = None
+    _search: StoreSearch = PrivateAttr()
+
+    def model_post_init(self, context) -> None:
+        self._search = StoreSearch(self.store, self.model, k=self.k, evidence=self.evidence, where=self.where)
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return [Document(page_content=hit.chunk.text, id=f"{hit.document}#{hit.chunk.index}",
+                         metadata=hit_metadata(hit, evidence=self.evidence > 0)) for hit in self._search(query)]

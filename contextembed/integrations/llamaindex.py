@@ -16,6 +16,9 @@ transformations=[splitter, emb])`. Routes that cannot: `from_documents` or `inse
 
 What is embedded is each node's content under `metadata_mode` (`MetadataMode.NONE` by default: `EMBED` would
 repeat the same metadata header inside every chunk of a document, where the document itself is already in view).
+
+`ContextualStoreRetriever` retrieves from a contextembed store: each node is a found document's answer chunk; with
+`evidence=N`, its metadata also holds the N chunks that make the answer verifiable and their `reader_view`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any
 
 try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
-    from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, NodeWithScore, QueryBundle
+    from llama_index.core.schema import TextNode
     from pydantic import Field, PrivateAttr
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError('the LlamaIndex integration needs llama-index-core: pip install "contextembed[llamaindex]"'
@@ -33,6 +38,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 import contextembed
 from contextembed.integrations.grouping import MISSING_SOURCE, MissingSource, encode_grouped
+from contextembed.integrations.store_retrieval import StoreSearch, hit_metadata
 
 
 class ContextualEmbedding(BaseEmbedding):
@@ -143,3 +149,19 @@ def _check_whole_documents(nodes: list[BaseNode]) -> None:
                     f"node {i} (document {node.ref_doc_id!r}) has a {relation.name.lower()} node that is not in "
                     "this call: a document's nodes must be embedded together (in an IngestionPipeline put the "
                     "splitter before this embedding, so workers receive whole documents)")
+
+
+class ContextualStoreRetriever(BaseRetriever):
+    """A LlamaIndex retriever on a contextembed store (a `VectorStore`, a store URI or an index folder's path),
+    queried with `model` (default: the model the store names); `evidence=N` (the switch) puts each document's N
+    next-best chunks and its reader view in the node's metadata (see `contextembed.integrations.store_retrieval`)."""
+
+    def __init__(self, store, model=None, *, k: int = 4, evidence: int = 0, where: dict | None = None, **kwargs):
+        self._search = StoreSearch(store, model, k=k, evidence=evidence, where=where)
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        on = self._search.evidence > 0
+        return [NodeWithScore(node=TextNode(text=hit.chunk.text, id_=f"{hit.document}#{hit.chunk.index}",
+                                            metadata=hit_metadata(hit, evidence=on)), score=hit.score)
+                for hit in self._search(query_bundle.query_str)]

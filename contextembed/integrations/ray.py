@@ -25,7 +25,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError('the Ray Data integration needs ray[data] and pyarrow: pip install "contextembed[ray]"') from error
 
 import contextembed
-from contextembed.integrations.grouping import chunk_lists
+from contextembed.modeling import normalize_documents
 from contextembed.mixing import check_local_mix
 
 COLUMNS = ("doc_id", "chunk_index", "start", "end", "text", "embedding")
@@ -62,7 +62,8 @@ class ChunkEmbedder:
         if "chunks" in names:
             if self.chunker is not None:
                 raise ValueError("rows with 'chunks' are already split: a chunker applies to 'text' rows only")
-            documents = chunk_lists(batch.column("chunks").to_pylist(), "the 'chunks' column")
+            documents = normalize_documents(batch.column("chunks").to_pylist(), "the 'chunks' column",
+                                            strings="error")
             vectors = self.model.encode_documents(documents, output_dim=self.output_dim, local_mix=self.local_mix)
             texts = [chunk for chunks in documents for chunk in chunks]
             starts = ends = [None] * len(texts)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextembed.modeling import check_count, normalize_documents
+
 API = ("openai", "perplexity", "voyage")
 OPENAI_FIELDS = {"input", "model", "dimensions", "encoding_format", "user", "input_type"}
 PERPLEXITY_FIELDS = {"input", "model", "dimensions", "encoding_format"}
@@ -74,9 +76,10 @@ def _integer(body: dict, name: str) -> int | None:
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise RequestError(f"{name} must be a positive integer, got {value!r}", param=name)
-    return value
+    try:
+        return check_count(value, name)
+    except ValueError as error:
+        raise RequestError(str(error), param=name) from None
 
 
 def _choice(body: dict, name: str, choices, default):
@@ -95,22 +98,11 @@ def _known(body: dict, fields: set[str], api: str) -> None:
 
 
 def _chunks(documents, name: str) -> list[list[str]]:
-    if not isinstance(documents, list) or not documents:
-        raise RequestError(f"{name} must be a non-empty list of documents, each a list of chunk strings", param=name)
-    result = []
-    for i, document in enumerate(documents):
-        if isinstance(document, str):
-            raise RequestError(f"{name}[{i}] must be a list of chunk strings, got a string (wrap it in a list)",
-                               param=name)
-        if not isinstance(document, list) or not document:
-            raise RequestError(f"{name}[{i}] must be a non-empty list of chunk strings", param=name)
-        for j, chunk in enumerate(document):
-            if not isinstance(chunk, str):
-                raise RequestError(f"{name}[{i}][{j}] must be a string, got {type(chunk).__name__}", param=name)
-            if not chunk.strip():
-                raise RequestError(f"{name}[{i}][{j}] is empty: every chunk needs text", param=name)
-        result.append(document)
-    return result
+    """The request's documents, checked as the Python API checks them (`normalize_documents`), none blank."""
+    try:
+        return normalize_documents(documents, name, strings="error", blank="error")
+    except ValueError as error:
+        raise RequestError(str(error), param=name) from None
 
 
 def parse_embeddings(body: dict, served: str) -> Job:

@@ -2,18 +2,21 @@
 
 | URI | store |
 |---|---|
+| `PATH` or `file:///path/to/folder` | contextembed's own index: a self-contained folder (no extra needed) |
 | `lancedb:///path/to/folder?table=NAME` | LanceDB, embedded on a folder (`pip install 'contextembed[lancedb]'`) |
 | `qdrant:///path/to/folder?collection=NAME` | Qdrant's embedded local mode (`contextembed[qdrant]`) |
 | `qdrant://HOST:PORT?collection=NAME` | a Qdrant server or cluster (API key: `$QDRANT_API_KEY`) |
 | `pgserver:///path/to/folder?table=NAME` | an embedded PostgreSQL with pgvector, started on a folder (`contextembed[postgres]`) |
 | `postgresql://USER:PASSWORD@HOST:PORT/DB?table=NAME` | your PostgreSQL server with pgvector (`contextembed[postgres]`) |
 
-A path after `//` may be relative (`lancedb://stores/docs`) or absolute (`lancedb:///srv/docs`). Every URI also
-takes `exact=0` (search through the store's ANN index when it has one; exact brute force otherwise and by default),
+A path after `//` may be relative (`lancedb://stores/docs`) or absolute (`lancedb:///srv/docs`). Every database URI
+also takes `exact=0` (search through the store's ANN index when it has one; exact brute force otherwise and by default),
 and Qdrant's `document_search=multivector`. See `base` for the interface every store implements.
 """
 
 from __future__ import annotations
+
+import os
 
 from contextembed.stores.base import (
     ChunkHit,
@@ -26,10 +29,23 @@ from contextembed.stores.base import (
 from contextembed.stores.uri import SCHEMES, StoreURI, is_store_uri, parse_store_uri, redact
 
 
-def open_store(uri: str) -> VectorStore:
-    """The store a URI names (its extra installed); it may not exist yet: `ensure` creates it on first write."""
+def open_store(uri: str | os.PathLike, *, overwrite: bool = False) -> VectorStore:
+    """The store a URI (or a folder index's path) names, its extra installed; it may not exist yet: `ensure` creates
+    it on first write. `overwrite` (a folder index only): ignore an index already there, and replace it with the
+    first write."""
+    if not isinstance(uri, str) or not is_store_uri(uri):
+        from contextembed.stores.index import IndexStore
+
+        return IndexStore(os.fspath(uri), overwrite=overwrite)
     parsed = parse_store_uri(uri)
     options = dict(parsed.options)
+    if parsed.scheme == "file":
+        from contextembed.stores.index import IndexStore
+
+        return IndexStore(parsed.location, overwrite=overwrite, uri=uri)
+    if overwrite:
+        raise ValueError(f"overwrite replaces a folder index; {redact(uri)} is updated in place (only changed "
+                         "documents are written): leave it out")
     if parsed.scheme == "lancedb":
         from contextembed.stores.lancedb import LanceStore
 

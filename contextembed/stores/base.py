@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from contextembed.chunking import Chunk
+from contextembed.modeling import check_count
+from contextembed.retrieval import ChunkHit, DocumentHit, hit_order
 from contextembed.scoring import check_codes
 
 Scalar = str | int | float | bool
@@ -57,34 +59,21 @@ class DocumentVectors:
     content_hash: str = ""
 
 
-@dataclass(frozen=True)
-class ChunkHit:
-    document: str
-    score: float
-    index: int  # the chunk's position in its document
-    start: int
-    end: int
-    text: str
-    metadata: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"index": self.index, "start": self.start, "end": self.end, "text": self.text}
-
-
-@dataclass(frozen=True)
-class DocumentHit:
-    document: str
-    score: float
-    chunk: ChunkHit  # the document's best chunk
-
-
 STORE_PRECISIONS = ("float32", "int8")
 
 
 class VectorStore(ABC):
-    """A database of documents' chunk vectors (see the module docstring). Subclasses implement the `_` methods."""
+    """A database of documents' chunk vectors (see the module docstring). Subclasses implement the `_` methods.
+
+    Every ranking follows `contextembed.retrieval`'s tie rule (score, then document id, then chunk index): a
+    database returns its top k in any order among equal scores and may cut a run of equal scores anywhere, so hits
+    are sorted here (`hit_order`), and fetched past the cut until the run at it is complete.
+    """
 
     uri: str
+    precisions: tuple[str, ...] = STORE_PRECISIONS  # the precisions this kind of store keeps
+    noun = "store"  # what messages call it
+    batch_documents: int | None = 64  # documents per write when keeping it in step with a corpus (None: all)
 
     # --- what a subclass provides -------------------------------------------------------------------------
     @abstractmethod
@@ -105,7 +94,12 @@ class VectorStore(ABC):
 
     @abstractmethod
     def _top_chunks(self, query: np.ndarray, k: int, where: Where | None) -> list[ChunkHit]:
-        """The k best chunks for one query, best first (ties: document id, then chunk index)."""
+        """The k best chunks for one query by the database's scores (any order, any of equal ones at the cut)."""
+
+    @abstractmethod
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        """The documents with these ids, every chunk with its vector, in the order asked (ids the store does not
+        hold are left out). Found by id, never by scanning the vectors: what evidence for a result costs."""
 
     @abstractmethod
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
@@ -136,14 +130,15 @@ class VectorStore(ABC):
         """What the store's vectors are."""
         cached = self._known_info()
         if cached is None:
-            raise ValueError(f"the store {self.uri} holds no vectors yet: write documents to it first "
+            raise ValueError(f"the {self.noun} {self.uri} holds no vectors yet: write documents to it first "
                              "(contextembed encode CORPUS URI)")
         return cached
 
     def ensure(self, info: StoreInfo) -> StoreInfo:
         """Create the store for `info` if it does not exist, else check that it holds vectors of the same kind."""
-        if info.precision not in STORE_PRECISIONS:
-            raise ValueError(f"stores keep float32 or int8 vectors, got precision {info.precision!r}")
+        if info.precision not in self.precisions:
+            raise ValueError(f"{type(self).__name__} stores keep {' or '.join(self.precisions)} vectors, got "
+                             f"precision {info.precision!r}")
         current = self._read_info()
         if current is None:
             self._create(info)
@@ -152,7 +147,8 @@ class VectorStore(ABC):
         for name in ("output_dim", "precision", "model", "chunker"):
             have, want = getattr(current, name), getattr(info, name)
             if have != want and (name != "chunker" or want):
-                raise ValueError(f"the store {self.uri} holds {name}={have!r} vectors, these are {name}={want!r}: "
+                raise ValueError(f"the {self.noun} {self.uri} holds {name}={have!r} vectors, these are "
+                                 f"{name}={want!r}: "
                                  "write them to another store (or delete this one)")
         return current
 
@@ -181,8 +177,21 @@ class VectorStore(ABC):
 
     def search_chunks(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[ChunkHit]:
         """The k best chunks of the whole store for one query vector (of the store's precision)."""
-        _check_k(k)
-        return self._top_chunks(self._checked_query(query), k, _checked_where(where))
+        check_count(k, "k")
+        hits, _ = self._ranked_chunks(self._checked_query(query), k, _checked_where(where))
+        return hits[:k]
+
+    def _ranked_chunks(self, query: np.ndarray, k: int, where: Where | None) -> tuple[list[ChunkHit], bool]:
+        """At least the k best chunks in rule order (fewer when the store holds fewer), and whether that is every
+        chunk there is. Every chunk scoring above the last one returned is there, in its place."""
+        fetch = k
+        while True:
+            hits = sorted(self._top_chunks(query, fetch, where), key=hit_order)
+            if len(hits) < fetch:
+                return hits, True
+            if hits[-1].score < hits[k - 1].score:  # the run of equal scores at k ends inside what came back
+                return hits, False
+            fetch *= 2
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
         """The k best documents, each scored by its best chunk (MaxSim), with that chunk.
@@ -190,20 +199,19 @@ class VectorStore(ABC):
         Exact whenever chunk search is: the ranked chunks are read until k documents have appeared, and a
         document's first chunk in that ranking is its best, so documents come in MaxSim order.
         """
-        _check_k(k)
+        check_count(k, "k")
         query, where = self._checked_query(query), _checked_where(where)
-        total = self.count_chunks()
-        if total == 0:
-            return []
-        fetch = min(total, max(4 * k, 64))
+        fetch = max(4 * k, 64)
         while True:
+            ranked, complete = self._ranked_chunks(query, fetch, where)
             best: dict[str, ChunkHit] = {}
-            for hit in self._top_chunks(query, fetch, where):
+            for hit in ranked:
                 best.setdefault(hit.document, hit)
-            if len(best) >= k or fetch >= total:
-                break
-            fetch = min(total, fetch * 4)
-        return [DocumentHit(d, h.score, h) for d, h in list(best.items())[:k]]
+            firsts = list(best.values())
+            # Done when the k-th document scores above the last chunk read: every chunk that could tie it came back.
+            if complete or (len(firsts) >= k and firsts[k - 1].score > ranked[-1].score):
+                return [DocumentHit(h.document, h.score, h) for h in firsts[:k]]
+            fetch *= 4
 
     # --- checks shared by every store ----------------------------------------------------------------------
     def _checked(self, documents: Iterable[DocumentVectors]) -> list[DocumentVectors]:
@@ -232,6 +240,33 @@ class VectorStore(ABC):
             raise ValueError(f"search takes one query vector, got shape {query.shape}")
         _check_vectors(query[None], self.info, "the query")
         return query
+
+
+def assemble_documents(rows, ids: Sequence[str]) -> list[DocumentVectors]:
+    """Documents from chunk rows `(doc_id, chunk, start, end, text, content_hash, metadata, vector)` in any order,
+    each one's chunks in order, the documents in the order of `ids` (those with no rows left out).
+
+    >>> rows = [("b", 0, 0, 2, "hi", "h", {}, [1.0]), ("a", 1, 4, 6, "yo", "g", {}, [3.0]),
+    ...         ("a", 0, 0, 3, "hey", "g", {}, [2.0])]
+    >>> found = assemble_documents(rows, ["a", "c", "b"])
+    >>> [(d.id, [c.text for c in d.chunks], d.vectors.ravel().tolist()) for d in found]
+    [('a', ['hey', 'yo'], [2.0, 3.0]), ('b', ['hi'], [1.0])]
+    """
+    by_id: dict[str, list] = {}
+    for row in rows:
+        by_id.setdefault(row[0], []).append(row)
+    documents = []
+    for document in ids:
+        if document not in by_id:
+            continue
+        chunks = sorted(by_id[document], key=lambda row: row[1])
+        if [row[1] for row in chunks] != list(range(len(chunks))):
+            raise ValueError(f"the chunks of document {document!r} are not numbered 0..{len(chunks) - 1}: the store "
+                             "holds a damaged document")
+        _, _, _, _, _, digest, metadata, _ = chunks[0]
+        documents.append(DocumentVectors(document, [Chunk(text, start, end) for _, _, start, end, text, *_ in chunks],
+                                         np.stack([np.asarray(row[7]) for row in chunks]), dict(metadata), digest))
+    return documents
 
 
 def content_hash(text: str) -> str:
@@ -276,15 +311,11 @@ def _check_id(document_id) -> None:
         raise ValueError(f"a document id must be a non-empty string, got {document_id!r}")
 
 
-def _check_k(k) -> None:
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-
-
 def _check_vectors(vectors: np.ndarray, info: StoreInfo, name: str) -> None:
-    if vectors.shape[-1] != info.output_dim:
-        raise ValueError(f"{name} have {vectors.shape[-1]} dimensions, but the store holds {info.output_dim}-d "
-                         "vectors")
+    packed = info.precision in ("binary", "ubinary")  # 8 dimensions a byte
+    if vectors.shape[-1] * (8 if packed else 1) != info.output_dim:
+        raise ValueError(f"{name} have {vectors.shape[-1] * (8 if packed else 1)} dimensions, but the store holds "
+                         f"{info.output_dim}-d vectors")
     check_codes(vectors, info.precision, name)
     if info.precision == "float32" and not np.isfinite(vectors).all():
         raise ValueError(f"{name} hold NaN or infinite values")

@@ -16,7 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from contextembed.stores.base import ChunkHit, DocumentVectors, StoreInfo, VectorStore, Where, metadata_tags, where_tags
+from contextembed.stores.base import (
+    ChunkHit,
+    DocumentVectors,
+    StoreInfo,
+    VectorStore,
+    Where,
+    assemble_documents,
+    metadata_tags,
+    where_tags,
+)
 
 try:
     import lancedb
@@ -63,6 +72,9 @@ class LanceStore(VectorStore):
                             ("content_hash", pa.string()), ("metadata", pa.string()), ("tags", pa.list_(pa.string())),
                             ("vector", pa.list_(pa.float32(), info.output_dim))])
         self._table = self.db.create_table(self.name, schema=schema, exist_ok=True)
+        from lancedb.index import BTree
+
+        self._table.create_index("doc_id", config=BTree(), replace=True)  # documents fetched by id (evidence)
         # The info table is written last: a store whose creation died has no info and is created again.
         self.db.create_table(f"{self.name}__info", data=[{"info": json.dumps(info.to_dict())}], mode="overwrite")
 
@@ -98,9 +110,22 @@ class LanceStore(VectorStore):
             search = search.bypass_vector_index()
         else:
             search = search.nprobes(self.nprobes).refine_factor(self.refine_factor)
-        hits = [ChunkHit(r["doc_id"], 1.0 - float(r["_distance"]), r["chunk"], r["start"], r["end"], r["text"],
+        return [ChunkHit(r["doc_id"], 1.0 - float(r["_distance"]), r["chunk"], r["start"], r["end"], r["text"],
                          json.loads(r["metadata"])) for r in search.to_list()]
-        return sorted(hits, key=lambda h: (-h.score, h.document, h.index))
+
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        ids = list(ids)
+        if not ids or self.name not in self._names():
+            return []
+        where = f"doc_id IN ({_quoted(ids)})"
+        rows = self.table.count_rows(where)
+        if not rows:
+            return []
+        found = (self.table.search().where(where).select(["doc_id", "chunk", "start", "end", "text", "content_hash",
+                                                          "metadata", "vector"]).limit(rows).to_list())
+        rows = ((r["doc_id"], r["chunk"], r["start"], r["end"], r["text"], r["content_hash"], json.loads(r["metadata"]),
+                 np.asarray(r["vector"], np.float32)) for r in found)
+        return assemble_documents(rows, ids)
 
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         if self.name not in self._names() or (ids is not None and not ids):

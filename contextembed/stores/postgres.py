@@ -28,9 +28,10 @@ from contextembed.stores.base import (
     StoreInfo,
     VectorStore,
     Where,
-    _check_k,
     _checked_where,
+    assemble_documents,
 )
+from contextembed.modeling import check_count
 from contextembed.stores.uri import redact
 
 try:
@@ -129,11 +130,12 @@ class PostgresStore(VectorStore):
 
     def _top_chunks(self, query: np.ndarray, k: int, where: Where | None) -> list[ChunkHit]:
         condition, params = self._filter(where)
-        # The HNSW index answers only `ORDER BY embedding <#> q LIMIT k`: ties are broken here, not in SQL.
+        # The tie rule in SQL: equal scores by document id in code-point order (COLLATE "C"), then chunk. The HNSW
+        # index answers only `ORDER BY embedding <#> q LIMIT k`: there the base class settles ties.
         statement = sql.SQL(
             'SELECT doc_id, chunk, start, "end", text, metadata, -(embedding <#> %s) AS score FROM {} WHERE {} '
             "ORDER BY embedding <#> %s{} LIMIT %s").format(
-                self.chunks_table, condition, sql.SQL(", doc_id, chunk" if self.exact else ""))
+                self.chunks_table, condition, sql.SQL(', doc_id COLLATE "C", chunk' if self.exact else ""))
         vector = np.asarray(query, np.float32)
         with self._lock, self.connection.transaction(), self.connection.cursor() as cursor:
             # Exact: a sequential scan; otherwise the HNSW index (if any) answers the ORDER BY.
@@ -143,22 +145,30 @@ class PostgresStore(VectorStore):
                 sql.Literal(min(1000, max(self.ef_search, k)))))
             cursor.execute(statement, [vector, *params, vector, k])
             rows = cursor.fetchall()
-        hits = [ChunkHit(d, float(s), c, a, b, t, m) for d, c, a, b, t, m, s in rows]
-        return sorted(hits, key=lambda h: (-h.score, h.document, h.index))
+        return [ChunkHit(d, float(s), c, a, b, t, m) for d, c, a, b, t, m, s in rows]
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
         """Exact MaxSim in one SQL query (with an HNSW index and `exact=False`, through ranked chunks instead)."""
         if not self.exact:
             return super().search_documents(query, k, where)
-        _check_k(k)
+        check_count(k, "k")
         vector = self._checked_query(query).astype(np.float32)
         condition, params = self._filter(_checked_where(where))
+        # Each document's best chunk (the lower chunk index among equal scores), then the documents by the tie rule.
         statement = sql.SQL(
             'SELECT * FROM (SELECT DISTINCT ON (doc_id) doc_id, chunk, start, "end", text, metadata, '
             "-(embedding <#> %s) AS score FROM {} WHERE {} ORDER BY doc_id, embedding <#> %s, chunk) AS best "
-            "ORDER BY score DESC, doc_id LIMIT %s").format(self.chunks_table, condition)
+            'ORDER BY score DESC, doc_id COLLATE "C" LIMIT %s').format(self.chunks_table, condition)
         rows = self._query(statement, [vector, *params, vector, k])
         return [DocumentHit(d, float(s), ChunkHit(d, float(s), c, a, b, t, m)) for d, c, a, b, t, m, s in rows]
+
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        ids = list(ids)
+        if not ids or self._known_info() is None:
+            return []
+        rows = self._query(sql.SQL('SELECT doc_id, chunk, start, "end", text, content_hash, metadata, embedding '
+                                   "FROM {} WHERE doc_id = ANY(%s)").format(self.chunks_table), (ids,))  # primary key
+        return assemble_documents(((*row[:7], row[7].to_numpy().astype(np.float32)) for row in rows), ids)
 
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         if self._known_info() is None or (ids is not None and not ids):

@@ -32,11 +32,13 @@ from contextembed.stores.base import (
     StoreInfo,
     VectorStore,
     Where,
-    _check_k,
     _checked_where,
+    assemble_documents,
     metadata_tags,
     where_tags,
 )
+from contextembed.modeling import check_count
+from contextembed.retrieval import hit_order
 
 try:
     from qdrant_client import QdrantClient, models
@@ -199,37 +201,68 @@ class QdrantStore(VectorStore):
         vector, offset = self._query(query)
         points = self.client.query_points(self.name, query=vector, limit=k, query_filter=self._filter(where),
                                           with_payload=PAYLOAD, search_params=self._params).points
-        return sorted((self._hit(p, offset) for p in points), key=lambda h: (-h.score, h.document, h.index))
+        return [self._hit(p, offset) for p in points]
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
-        _check_k(k)
+        check_count(k, "k")
         query = self._checked_query(query)
-        vector, offset = self._query(query)
         where = _checked_where(where)
-        params = self._params
+        limit = k
+        while True:  # past the cut until the run of equal scores at it ends (the tie rule decides inside it)
+            hits = sorted(self._documents(query, limit, where), key=hit_order)
+            if len(hits) < limit or hits[-1].score < hits[k - 1].score:
+                return hits[:k]
+            limit *= 2
+
+    def _documents(self, query: np.ndarray, limit: int, where: Where | None) -> list[DocumentHit]:
+        """The `limit` best documents by Qdrant's ranking, each with its best chunk (the lowest index among equal)."""
+        vector, offset = self._query(query)
         if self.document_search == "multivector":
-            documents = self.client.query_points(self.docs_name, query=[vector], limit=k,
+            documents = self.client.query_points(self.docs_name, query=[vector], limit=limit,
                                                  query_filter=self._filter(where), with_payload=["doc_id"],
-                                                 search_params=params).points
-            hits = [DocumentHit(d.payload["doc_id"], float(d.score) - offset, self._best_chunk(query, d.payload["doc_id"]))
-                    for d in documents]
-            return sorted(hits, key=lambda h: (-h.score, h.document))
-        groups = self.client.query_points_groups(self.name, query=vector, group_by="doc_id", limit=k, group_size=1,
+                                                 search_params=self._params).points
+            return [DocumentHit(d.payload["doc_id"], float(d.score) - offset,
+                                self._best_chunk(query, d.payload["doc_id"])) for d in documents]
+        groups = self.client.query_points_groups(self.name, query=vector, group_by="doc_id", limit=limit, group_size=2,
                                                  query_filter=self._filter(where), with_payload=PAYLOAD,
-                                                 search_params=params).groups
-        hits = [DocumentHit(g.id, float(g.hits[0].score) - offset, self._hit(g.hits[0], offset)) for g in groups]
-        return sorted(hits, key=lambda h: (-h.score, h.document))
+                                                 search_params=self._params).groups
+        hits = []
+        for group in groups:
+            best = [self._hit(point, offset) for point in group.hits]
+            # Two chunks of the document tie for best: ask for all of its chunks, and the rule picks.
+            chunk = self._best_chunk(query, group.id) if len(best) > 1 and best[0].score == best[1].score else best[0]
+            hits.append(DocumentHit(group.id, chunk.score, chunk))
+        return hits
 
     def _best_chunk(self, query: np.ndarray, document: str) -> ChunkHit:
         vector, offset = self._query(query)
         only = self._filter(None)
         only.must = [_match("doc_id", [document])]
         exact = models.SearchParams(exact=True) if self.server else None
-        (point,) = self.client.query_points(self.name, query=vector, limit=1, query_filter=only, with_payload=PAYLOAD,
-                                            search_params=exact).points
-        return self._hit(point, offset)
+        points = self.client.query_points(self.name, query=vector, limit=max(1, self.count_chunks(document)),
+                                          query_filter=only, with_payload=PAYLOAD, search_params=exact).points
+        return min((self._hit(point, offset) for point in points), key=hit_order)
 
     # --- bookkeeping ------------------------------------------------------------------------------------------
+    def fetch_documents(self, ids: Sequence[str]) -> list[DocumentVectors]:
+        ids = list(ids)
+        if not ids or not self.client.collection_exists(self.name):
+            return []
+        condition = self._filter(None)
+        condition.must = [_match("doc_id", ids)]  # a keyword payload index on a server
+        codes = self.info.precision == "int8"
+        rows, offset = [], None
+        while True:
+            points, offset = self.client.scroll(self.name, scroll_filter=condition, limit=1024, offset=offset,
+                                                with_payload=True, with_vectors=True)
+            for p in points:
+                vector = np.asarray(p.vector, np.float32)
+                vector = (vector - 128).astype(np.int8) if codes else vector  # stored as code + 128
+                rows.append((p.payload["doc_id"], p.payload["chunk"], p.payload["start"], p.payload["end"],
+                             p.payload["text"], p.payload["content_hash"], p.payload.get("metadata") or {}, vector))
+            if offset is None:
+                return assemble_documents(rows, ids)
+
     def document_hashes(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         if not self.client.collection_exists(self.name) or (ids is not None and not ids):
             return {}

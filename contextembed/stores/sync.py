@@ -39,13 +39,14 @@ def plan_sync(stored: dict[str, str], corpus: dict[str, str]) -> tuple[list[str]
     return new, changed, sorted(set(stored) - set(corpus)), unchanged
 
 
-def sync_corpus(store: VectorStore, documents, info: StoreInfo, encode: Callable, *, batch_documents: int = 64,
-                metadata: Callable | None = None) -> SyncReport:
+def sync_corpus(store: VectorStore, documents, info: StoreInfo, encode: Callable, *,
+                batch_documents: int | None = None, metadata: Callable | None = None) -> SyncReport:
     """Bring `store` in step with `documents` (objects with `.path` and `.text`, as `read_corpus` returns).
 
     `encode(texts)` returns one result per text with `.embeddings` (one row per chunk, in the store's precision) and
     `.chunks`, as `encode_documents(..., chunker=...)` does; `metadata(document)` gives a document's metadata
-    (default: its path).
+    (default: its path). `batch_documents`: documents per write (default: the store's `batch_documents`; a folder
+    index is written once, whole).
     """
     store.ensure(info)
     by_id = {d.path: d for d in documents}
@@ -55,6 +56,7 @@ def sync_corpus(store: VectorStore, documents, info: StoreInfo, encode: Callable
                                                  {i: content_hash(d.text) for i, d in by_id.items()})
     todo = [by_id[i] for i in sorted(new + changed)]
     written = 0
+    batch_documents = batch_documents or store.batch_documents or max(len(todo), 1)
     for first in range(0, len(todo), batch_documents):
         batch = todo[first : first + batch_documents]
         results = encode([d.text for d in batch])

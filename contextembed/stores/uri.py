@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-SCHEMES = ("lancedb", "qdrant", "pgserver", "postgresql", "postgres")
-OPTIONS = {"lancedb": ("table", "exact"), "qdrant": ("collection", "exact", "document_search"),
+SCHEMES = ("file", "lancedb", "qdrant", "pgserver", "postgresql", "postgres")
+OPTIONS = {"file": (), "lancedb": ("table", "exact"), "qdrant": ("collection", "exact", "document_search"),
            "pgserver": ("table", "exact"), "postgresql": ("table", "exact"), "postgres": ("table", "exact")}
 
 
@@ -19,10 +19,10 @@ class StoreURI:
 
 
 def is_store_uri(text: str) -> bool:
-    """Whether `text` names a store rather than a folder.
+    """Whether `text` is a store URI rather than a path (a folder index is a store too, opened by its path).
 
-    >>> is_store_uri("qdrant://localhost:6333"), is_store_uri("indexes/leases"), is_store_uri("C:/data")
-    (True, False, False)
+    >>> is_store_uri("qdrant://localhost:6333"), is_store_uri("file:///srv/index"), is_store_uri("indexes/leases")
+    (True, True, False)
     """
     return any(text.startswith(f"{scheme}://") for scheme in SCHEMES)
 
@@ -32,6 +32,8 @@ def parse_store_uri(uri: str) -> StoreURI:
 
     >>> parse_store_uri("lancedb:///srv/docs?table=leases")
     StoreURI(scheme='lancedb', location='/srv/docs', options={'table': 'leases'})
+    >>> parse_store_uri("file:///srv/index").location
+    '/srv/index'
     >>> parse_store_uri("qdrant://localhost:6333?exact=0").options
     {'exact': False}
     >>> parse_store_uri("postgresql://me:pw@db:5432/app?table=chunks&sslmode=require").location

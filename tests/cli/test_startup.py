@@ -12,7 +12,8 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "numpy")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["search", "--help"], ["train", "--help"], ["serve", "--help"],
-                                  ["search"], ["evaluate", "--k", "0"], ["no-such-command"]])
+                                  ["search"], ["evaluate", "--precision", "int4"], ["no-such-command"],
+                                  ["search", "docs", "rent", "--chunker", "words"]])
 def test_help_and_usage_errors_import_no_model_stack(argv):
     code = ("import sys\nfrom contextembed.cli import main\ntry:\n    main(%r)\nexcept SystemExit as exit:\n"
             "    print('exit', exit.code)\nprint(sorted(m for m in %r if m in sys.modules))" % (argv, HEAVY))
@@ -41,3 +42,15 @@ def test_the_choices_are_the_librarys():
             choices.QUANTIZATIONS, choices.DATASET_LAYOUTS) == (
         tuple(BACKENDS), tuple(CHUNKERS), tuple(DTYPES), tuple(PRECISIONS), tuple(EXPORT_FORMATS),
         tuple(QUANTIZATIONS), tuple(DATASET_LAYOUTS))
+
+
+def test_a_count_is_refused_in_the_library_s_words(capsys):
+    """Counts are checked by `check_count`, the library's and the server's one check (loaded only to word a refusal)."""
+    from contextembed.cli import main
+    from contextembed.modeling import check_count
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--k", "0"])
+    with pytest.raises(ValueError) as expected:
+        check_count(0)
+    assert f"argument --k: {expected.value}" in capsys.readouterr().err

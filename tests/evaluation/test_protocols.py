@@ -128,7 +128,8 @@ def test_context_bench_local_mix_reaches_each_sentence_alone(encoder):
     plain = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
     recording = Recording(encoder)
     alone = run_context_bench(recording, documents, queries, modes=("contextual", "independent"), local_mix=1.0)
-    assert recording.calls == [(2, 1.0), (6, None)]  # the two documents mixed, the six sentences alone as ever
+    # the two documents mixed; the five distinct sentences alone ("it has a river" is in both, encoded once)
+    assert recording.calls == [(2, 1.0), (5, None)]
     assert alone["contextual"] == plain["independent"] == alone["independent"]
     unmixed = run_context_bench(encoder, documents, queries, modes=("contextual",), local_mix=0.0)
     assert unmixed["contextual"] == plain["contextual"]
@@ -163,26 +164,28 @@ def test_context_bench_copy_at_1_matches_the_vectors(encoder):
 
 def test_context_bench_miss_causes_match_the_vectors(encoder):
     """The miss causes from `run_context_bench` against an oracle on the same model's vectors: a query misses when a
-    non-answer sentence scores above its answer (or ties with it at a lower corpus index, scores within 1e-5 being
-    equal), and the best of those sentences (the lowest index among ties) decides the cause; with Answer@1 the four
-    means add up to 1. Alone, the four copies of the answer tie, so the first document's copy takes the top."""
+    non-answer sentence scores above its answer (or equal to it, at a lower position: documents d0..d3 by id, then
+    sentence), and the best of those sentences (the lowest position among equal scores) decides the cause; with
+    Answer@1 the four means add up to 1. Alone, each distinct sentence has one vector, so the four copies of the
+    answer tie and the first document's copy takes the top."""
     from contextembed.evaluation.context_bench import run_context_bench
+    from contextembed.scoring import dot
 
     documents, queries = _four_leases()
     results = run_context_bench(encoder, documents, queries, modes=("contextual", "independent"))
     query_vectors = encoder.encode_queries([q.query for q in queries])
-    for mode, vectors in (("contextual", encoder.encode_documents([d.sentences for d in documents])),
-                          ("independent", [np.concatenate(encoder.encode_documents([[s] for s in d.sentences]))
-                                           for d in documents])):
+    texts = sorted({s for d in documents for s in d.sentences})
+    alone = dict(zip(texts, np.concatenate(encoder.encode_documents([[t] for t in texts]))))
+    for mode, vectors in (("contextual", np.concatenate(encoder.encode_documents([d.sentences for d in documents]))),
+                          ("independent", np.stack([alone[s] for d in documents for s in d.sentences]))):
         causes = {"WrongSentence@1": 0.0, "WrongCopy@1": 0.0, "WrongDocument@1": 0.0}
         for i, query_vector in enumerate(query_vectors):
-            scores = np.concatenate([v @ query_vector for v in vectors]).astype(np.float64)
+            scores = dot(query_vector[None], vectors)[0]
             answer, others = 3 * i + 1, [r for r in range(3 * len(documents)) if r != 3 * i + 1]
-            if not any(scores[r] > scores[answer] + 1e-5 or (r < answer and abs(scores[r] - scores[answer]) <= 1e-5)
-                       for r in others):
+            if not any(scores[r] > scores[answer] or (r < answer and scores[r] == scores[answer]) for r in others):
                 continue
             best = max(scores[r] for r in others)
-            d, s = divmod(min(r for r in others if scores[r] >= best - 1e-5), 3)
+            d, s = divmod(min(r for r in others if scores[r] == best), 3)
             key = "WrongSentence@1" if d == i else "WrongCopy@1" if s == 1 else "WrongDocument@1"
             causes[key] += 1 / len(queries)
         got = results[mode]

@@ -6,7 +6,7 @@ import tracemalloc
 
 import numpy as np
 
-from contextembed.search import exact_search
+from contextembed.retrieval import exact_search
 
 
 def test_memory_is_bounded_by_the_block(tmp_path):

@@ -157,7 +157,8 @@ def test_careless_input_is_refused(tiny_checkpoint):
         embeddings.embed_chunks([Document(page_content="the rent")])
     with pytest.raises(ValueError, match="has empty text"):
         embeddings.embed_chunks([Document(page_content=" ", metadata={"parent_id": "a", "chunk_index": 0})])
-    with pytest.raises(ValueError, match=r"documents\[0\] must be a list of chunk strings, got a str \('rent'\)"):
+    with pytest.raises(ValueError, match=r"documents\[0\] must be a non-empty list of chunk strings, got a string "
+                                         r"\('rent'\)"):
         embeddings.embed_documents_grouped(["rent"])  # not four one-letter chunks
     assert len(embeddings.embed_documents_grouped([["the rent", "is due"]])[0]) == 2
     other = InMemoryVectorStore(ContextualEmbeddings(tiny_checkpoint))  # a different embedder object

@@ -59,7 +59,8 @@ def test_raw_text_with_a_chunker_keeps_offsets(built, tmp_path):
     with pytest.raises(ValueError, match=r"rows 0 and 2 of the batch share the id 'a'"):
         embedder(pa.table({"id": ["a", "b", "a"], "text": ["the rent", "the lease", "the deposit"]}))
     chunks = ChunkEmbedder(str(built["bert"][0]))
-    with pytest.raises(ValueError, match=r"the 'chunks' column\[0\] must be a list of chunk strings, got a str"):
+    with pytest.raises(ValueError, match=r"the 'chunks' column\[0\] must be a non-empty list of chunk strings, "
+                                         "got a string"):
         chunks(pa.table({"id": ["a"], "chunks": ["the rent"]}))
 
 

@@ -65,12 +65,14 @@ class TestBadInput:
     @pytest.mark.parametrize(
         ("docs", "message"),
         [
-            ([[]], "document 0 is empty"),
-            ([], "empty batch"),
-            ([["one", 2]], "document 0, chunk 1 must be a str, got int"),
-            ([["one"], [["nested"]]], "document 1, chunk 0 is a list"),
-            ([3], "document 0 must be a str or a list of chunk strings, got int"),
-            (None, "documents must be a str or a list of documents, got NoneType"),
+            ([[]], r"documents\[0\] must be a non-empty list of chunk strings, got an empty list"),
+            ([], "documents must be a non-empty list of documents, each a non-empty list of chunk strings, got an "
+                 "empty list"),
+            ([["one", 2]], r"documents\[0\]\[1\] must be a string, got int"),
+            ([["one"], [["nested"]]], r"documents\[1\]\[0\] must be a string, got a list"),
+            ([3], r"documents\[0\] must be a non-empty list of chunk strings, got int"),
+            (None, "documents must be a non-empty list of documents, each a non-empty list of chunk strings, got "
+                   "NoneType"),
         ],
     )
     def test_bad_documents(self, processor, docs, message):

@@ -1,6 +1,6 @@
-"""Stores under test: LanceDB and Qdrant (local mode) on temporary folders, and a real PostgreSQL with pgvector
-(`pgserver`, one server for the session, a fresh table per test). Vectors: the shipped recipes set encoded once by
-the packaged default model (late chunking, float32 and int8 codes)."""
+"""Stores under test: contextembed's own folder index, LanceDB and Qdrant (local mode) on temporary folders, and a
+real PostgreSQL with pgvector (`pgserver`, one server for the session, a fresh table per test). Vectors: the shipped
+recipes set encoded once by the packaged default model (late chunking, float32 and int8 codes)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-STORE_KINDS = ("lancedb", "qdrant", "pgserver")
+STORE_KINDS = ("index", "lancedb", "qdrant", "pgserver")
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +22,8 @@ def pg_folder(tmp_path_factory):
 def store_uri(kind: str, tmp_path, pg_folder, **options) -> str:
     name = f"t{uuid.uuid4().hex[:10]}"
     query = "&".join(f"{k}={v}" for k, v in options.items())
+    if kind == "index":
+        return f"file://{tmp_path / 'index' / name}"
     if kind == "lancedb":
         return f"lancedb://{tmp_path / 'lance'}?table={name}" + (f"&{query}" if query else "")
     if kind == "qdrant":
@@ -31,7 +33,8 @@ def store_uri(kind: str, tmp_path, pg_folder, **options) -> str:
 
 @pytest.fixture(params=STORE_KINDS)
 def kind(request):
-    pytest.importorskip({"lancedb": "lancedb", "qdrant": "qdrant_client", "pgserver": "psycopg"}[request.param])
+    pytest.importorskip({"index": "numpy", "lancedb": "lancedb", "qdrant": "qdrant_client",
+                         "pgserver": "psycopg"}[request.param])
     return request.param
 
 

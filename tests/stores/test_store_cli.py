@@ -120,3 +120,44 @@ def test_an_ann_index_finds_what_exact_search_finds(kind, index, recipes, tmp_pa
     recall = np.mean([len(a & e) / len(e) for a, e in zip(approximate, exact)])
     print(f"{kind} {index}: recall@10 against exact search {recall:.3f}")
     assert recall >= 0.95
+
+
+TOPICS = {
+    "boat.txt": "The boat leaves at noon. It carries twelve people. The captain checks the weather first. Life jackets "
+                "are under every seat. The trip lasts two hours.",
+    "garden.md": "# Garden\n\nTomatoes need sun. Water them every morning. The soil should stay loose. Pick the fruit "
+                 "when it is red. Basil grows well beside them.",
+    "lease.txt": "The lease is for one year. Rent is due on the first day. The tenant pays for electricity. The "
+                 "landlord pays for water. Pets are not allowed.",
+    "school.txt": "Classes start in September. Each class has twenty students. Lunch is served at noon. The library "
+                  "opens at eight. Exams take place in June.",
+}
+
+
+def test_every_store_uri_gives_the_folder_s_evidence(kind, built, tmp_path, pg_folder, capsys):
+    """`search URI ... --evidence 2 --json` through the folder index, LanceDB, Qdrant and PostgreSQL: the same
+    documents, answers and evidence (indices, offsets, texts) as searching the folder of files itself."""
+    model = built["bert"][0]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in TOPICS.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    query = "who pays for electricity?"
+    uri = store_uri(kind, tmp_path, pg_folder)
+    run(capsys, "encode", corpus, uri, "--model", model)
+
+    def evidence(target):
+        found = json.loads(run(capsys, "search", target, query, "--model", model, "--json", "--evidence", "2",
+                               "--top-k", "4"))
+        return found["documents"]
+
+    expected, got = evidence(corpus), evidence(uri)
+    scores = [d["score"] for d in expected]
+    assert min(a - b for a, b in zip(scores, scores[1:])) > 1e-5  # documents apart: no engine's rounding decides
+    strip = lambda d: (d["document"], d["chunk"], [{k: e[k] for k in ("index", "start", "end", "text")}  # noqa: E731
+                                                   for e in d["evidence"]], d["reader_view"])
+    assert [strip(d) for d in got] == [strip(d) for d in expected]
+    for a, b in zip(got, expected):
+        assert a["score"] == pytest.approx(b["score"], abs=1e-5)
+        assert [e["score"] for e in a["evidence"]] == pytest.approx([e["score"] for e in b["evidence"]], abs=1e-6)
+        assert len(a["evidence"]) == 2

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from contextembed.chunking import Chunk
-from contextembed.search import exact_search
+from contextembed.retrieval import exact_search
 from contextembed.stores import DocumentVectors, StoreInfo, content_hash, open_store
 from tests.stores.conftest import store_uri
 
@@ -59,10 +59,10 @@ def test_a_tie_at_the_cut_off_may_bring_either_item_but_nothing_else():
         assert_same_ranking(["a", "c"], [3.0, 2.0], ["a", "b"], [3.0, 2.0])  # without exact scores, no outsider
 
 
-# int8 codes: Qdrant only (LanceDB and pgvector keep float32 and refuse codes: test_stores_without_int8_say_so)
+# int8 codes: the index and Qdrant (LanceDB and pgvector keep float32 and refuse codes: test_stores_without_int8_say_so)
 @pytest.mark.slow  # encodes the recipes set with the packaged model
-@pytest.mark.parametrize("kind, precision", [("lancedb", "float32"), ("qdrant", "float32"), ("pgserver", "float32"),
-                                             ("qdrant", "int8")])
+@pytest.mark.parametrize("kind, precision", [("index", "float32"), ("lancedb", "float32"), ("qdrant", "float32"),
+                                             ("pgserver", "float32"), ("index", "int8"), ("qdrant", "int8")])
 def test_the_recipes_set_through_a_store_ranks_as_exact_search(kind, recipes, tmp_path, pg_folder, precision):
     vectors = recipes.vectors if precision == "float32" else recipes.codes
     queries = recipes.queries if precision == "float32" else recipes.query_codes
