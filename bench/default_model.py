@@ -66,6 +66,12 @@ def delta_check(run_dir: Path) -> dict:
             "same_names": sorted(new) == sorted(shipped)}
 
 
+def _portable(argument: str) -> str:
+    """A command-line argument as it can be printed: a path by its last two parts, no machine's folders."""
+    path = Path(argument)
+    return str(Path(*path.parts[-2:])) if path.is_absolute() else argument
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--validation", type=Path, help="the validation sets' folder (data_builders/training_data.py)")
@@ -97,9 +103,11 @@ def main() -> None:
         run = json.loads(args.recipe_run.read_text(encoding="utf-8"))
         results["training"] = {"stages": run["stages"], "threads": run["threads"],
                                "reproduction": delta_check(args.recipe_run.parent)}
-    results["measured"] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "contextembed": version("contextembed"),
-                           "torch": version("torch"), "transformers": version("transformers"),
-                           "command": " ".join(["python", "bench/default_model.py", *sys.argv[1:]])}
+    measured = results.setdefault("measured", {})
+    for part in sorted(parts):  # each section keeps the run that measured it; paths by name only
+        measured[part] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "contextembed": version("contextembed"),
+                          "torch": version("torch"), "transformers": version("transformers"),
+                          "command": " ".join(["python", "bench/default_model.py", *map(_portable, sys.argv[1:])])}
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 

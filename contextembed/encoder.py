@@ -28,7 +28,6 @@ from contextembed.modeling import (
     Precision,
     check_count,
     check_output_dim,
-    is_integer,
     normalize_documents,
 )
 from contextembed.quantization import PRECISIONS, codes_raw_vectors, quantize

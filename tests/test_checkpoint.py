@@ -9,7 +9,6 @@ import textwrap
 
 import pytest
 import torch
-from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoProcessor
 
 import contextembed
