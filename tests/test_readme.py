@@ -52,6 +52,28 @@ def test_the_main_job_prints_what_the_readme_shows(default_model_cache, monkeypa
 
 
 @pytest.mark.slow
+def test_the_search_with_evidence_prints_what_the_readme_shows(default_model_cache, monkeypatch, capsys):
+    """The README's search with evidence: its command, run as written, prints every line the README shows, in order."""
+    import shlex
+
+    from contextembed.cli import main
+
+    monkeypatch.chdir(ROOT)
+    command = next(b for b in bash_blocks() if "--evidence" in b)
+    argv = shlex.split(command)
+    assert argv[0] == "contextembed"
+    assert main([*argv[1:], "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = re.search(r"The search with evidence prints \(shortened\):\n\n```\n(.*?)\n```", README, flags=re.S).group(1)
+    at = 0
+    for line in shown.splitlines():
+        at = printed.index(line, at) + 1
+    assert main([*argv[1:], "--evidence", "10", "--no-progress"]) == 0  # "The opening ... comes 10th"
+    evidence = [line.split()[2] for line in capsys.readouterr().out.splitlines() if line.strip().startswith("evidence ")]
+    assert "comes 10th" in README and evidence.index("0") + 1 == 10
+
+
+@pytest.mark.slow
 def test_usage_snippet_runs(default_model_cache, monkeypatch):
     monkeypatch.chdir(ROOT)
     snippet = re.findall(r"```python\n(.*?)```", README, flags=re.S)[0]
