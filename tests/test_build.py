@@ -26,12 +26,12 @@ class TestBuild:
         model, _ = contextembed.build_checkpoint(backbone_dirs["bert"], preset="reference")
         assert (model.config.embedding_dim, model.config.matryoshka_dims) == (2048, [1024, 2048])
         assert model.config.max_seq_length == 512 and model.config.default_precision == "int8"
-        small, _ = contextembed.build_checkpoint(backbone_dirs["bert"], preset="reference", embedding_dim=1024)
+        small, _ = contextembed.build_checkpoint(backbone_dirs["bert"], preset="reference", projection_dim=1024)
         assert (small.config.embedding_dim, small.config.matryoshka_dims) == (1024, [1024])
 
-    def test_no_embedding_dim_keeps_the_hidden_size(self, backbone_dirs):
+    def test_no_projection_dim_keeps_the_hidden_size(self, backbone_dirs):
         model, processor = contextembed.build_checkpoint(backbone_dirs["bert"], max_seq_length=64)
-        assert model.config.embedding_dim is None
+        assert model.config.projection_dim is None and model.config.embedding_dim == model.config.text_config.hidden_size
         batch = processor([["the lease", "rent is two"]])
         with torch.inference_mode():
             assert model(**batch).chunk_embeddings.shape == (1, 2, model.config.text_config.hidden_size)

@@ -146,6 +146,8 @@ class VectorStore(ABC):
             return info
         for name in ("output_dim", "precision", "model", "chunker"):
             have, want = getattr(current, name), getattr(info, name)
+            if name == "chunker" and have:  # stores written before the token chunker's rename name it so
+                have = have.replace("TokenWindows(", "TokenChunks(", 1)
             if have != want and (name != "chunker" or want):
                 raise ValueError(f"the {self.noun} {self.uri} holds {name}={have!r} vectors, these are "
                                  f"{name}={want!r}: "

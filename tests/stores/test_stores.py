@@ -293,3 +293,16 @@ def test_a_store_with_no_vectors_says_so(kind, tmp_path, pg_folder):
         with pytest.raises(ValueError, match="holds no vectors yet"):
             store.search_documents(np.ones(DIM, np.float32))
         assert store.document_hashes() == {} and store.count_chunks() == 0
+
+
+def test_a_store_written_under_the_token_chunkers_former_name_takes_more_of_the_same(kind, tmp_path, pg_folder):
+    """Stores written before TokenWindows became TokenChunks name the chunker by its former name; it is the same one."""
+    with open_store(store_uri(kind, tmp_path, pg_folder)) as store:
+        _check_former_chunker_name(store)
+
+
+def _check_former_chunker_name(store):
+    store.ensure(StoreInfo("test", DIM, chunker="TokenWindows(size=64, overlap=8)"))
+    assert store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=64, overlap=8)")).output_dim == DIM
+    with pytest.raises(ValueError, match=r"holds chunker='TokenChunks\(size=64, overlap=8\)' vectors"):
+        store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=32, overlap=8)"))
