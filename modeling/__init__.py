@@ -1,8 +1,9 @@
 """The transformers side of contextembed: config, model and processor for late chunking.
 
-These three modules import only torch, transformers and each other, so they can also be placed
-next to the weights of a Hub repository. They are installed as ``contextembed.modeling``; this
-module is their one public face, and the library imports nothing from the files behind it.
+Config, model and processor (with the processor's input checks, `inputs_contextembed`) import only
+torch, transformers and each other, so they can also be placed next to the weights of a Hub repository. They are
+installed as ``contextembed.modeling``; this module is their one public face, and the library imports nothing
+from the files behind it.
 """
 
 from .configuration_contextembed import (
@@ -35,15 +36,8 @@ from .modeling_contextembed import (
     plan_windows,
     window_length,
 )
-from .processing_contextembed import (
-    ContextEmbedProcessor,
-    EmptyChunks,
-    LongDocuments,
-    Task,
-    check_count,
-    check_text,
-    normalize_documents,
-)
+from .inputs_contextembed import check_count, check_text, normalize_documents
+from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task
 
 # Names that moved out of the model package, kept importable from here for one release.
 _MOVED = {"token_budget_batches": "contextembed.batching"}
