@@ -64,6 +64,21 @@ def read_json_file(file: str | Path) -> dict:
     return value
 
 
+def read_source_checkpoint(source: Path, model_types, name: str, output_dir=None, overwrite: bool = False) -> dict:
+    """The `config.json` of a checkpoint to convert, once its files are checked and its `model_type` is one of
+    `model_types` (`name` says which family, for the error); `output_dir` is checked first, so a conversion refuses
+    a bad target before reading any weights."""
+    if output_dir is not None:
+        check_checkpoint_target(output_dir, overwrite)
+    if not (source / "config.json").is_file():
+        raise ValueError(f"{source} has no config.json: not a checkpoint folder")
+    raw = check_checkpoint_files(source)
+    if raw.get("model_type") not in model_types:
+        raise ValueError(f"{source} is not a {name} checkpoint: config.json has model_type="
+                         f"{raw.get('model_type')!r}, expected one of {model_types}")
+    return raw
+
+
 def check_checkpoint_files(folder: str | Path, *, weights: bool = True) -> dict:
     """Check the files a checkpoint folder must have before any library reads them, each problem a `ValueError`
     naming its file; returns the parsed `config.json`.

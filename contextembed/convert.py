@@ -28,7 +28,7 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoTokenizer, Qwen3Config, Qwen3Model
 
-from contextembed.checkpoint import check_checkpoint_files, check_checkpoint_target, read_json_file, save_checkpoint
+from contextembed.checkpoint import read_json_file, read_source_checkpoint, save_checkpoint
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor, loading_problems
 from contextembed.quiet import quiet_transformers
 
@@ -66,14 +66,7 @@ def convert_pplx(
     checkpoint to replace with `overwrite=True`.
     """
     source = Path(source)
-    if output_dir is not None:
-        check_checkpoint_target(output_dir, overwrite)
-    if not (source / "config.json").is_file():
-        raise ValueError(f"{source} has no config.json: not a checkpoint folder")
-    raw = check_checkpoint_files(source)
-    if raw.get("model_type") not in PPLX_MODEL_TYPES:
-        raise ValueError(f"{source} is not a pplx-embed-context-v1 checkpoint: config.json has model_type="
-                         f"{raw.get('model_type')!r}, expected one of {PPLX_MODEL_TYPES}")
+    raw = read_source_checkpoint(source, PPLX_MODEL_TYPES, "pplx-embed-context-v1", output_dir, overwrite)
     try:
         text_config = Qwen3Config(**{k: v for k, v in raw.items() if k not in REMOTE_CODE_KEYS})
     except Exception as error:  # huggingface_hub's strict-dataclass validation errors are not ValueErrors

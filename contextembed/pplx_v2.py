@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 
-from contextembed.checkpoint import check_checkpoint_files, check_checkpoint_target, read_json_file, save_checkpoint
+from contextembed.checkpoint import read_json_file, read_source_checkpoint, save_checkpoint
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel, ContextEmbedProcessor, loading_problems
 from contextembed.quiet import quiet_transformers
 
@@ -73,14 +73,7 @@ def convert_pplx_v2(
     `base_model`. `output_dir` must be new or empty, or hold a checkpoint to replace with `overwrite=True`.
     """
     source = Path(source)
-    if output_dir is not None:
-        check_checkpoint_target(output_dir, overwrite)
-    if not (source / "config.json").is_file():
-        raise ValueError(f"{source} has no config.json: not a checkpoint folder")
-    raw = check_checkpoint_files(source)
-    if raw.get("model_type") not in PPLX_V2_MODEL_TYPES:
-        raise ValueError(f"{source} is not a pplx-embed-v2-context checkpoint: config.json has model_type="
-                         f"{raw.get('model_type')!r}, expected one of {PPLX_V2_MODEL_TYPES}")
+    raw = read_source_checkpoint(source, PPLX_V2_MODEL_TYPES, "pplx-embed-v2-context", output_dir, overwrite)
     fields = retrieval_fields(raw, source)
     text_config = backbone_config(raw, fields["document_length"], source)
     tokenizer = load_tokenizer(source, fields)
