@@ -329,7 +329,13 @@ def test_workers_answer_from_several_processes_with_the_same_vectors(checkpoint,
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # SIGTERM: the workers finish what they answer
             calls = [pool.submit(httpx.post, url + "/v1/contextualizedembeddings", json=body, timeout=120)
                      for _ in range(4)]
-            time.sleep(0.5)
+            route = 'contextembed_requests_total{code="200",route="/v1/contextualizedembeddings"}'
+            deadline = time.monotonic() + 60  # a loaded machine may take a while to accept all four
+            while time.monotonic() < deadline:
+                now = metrics()
+                if now["contextembed_requests_in_flight"] + now[route] - 16 >= 4:  # taken: answering or answered
+                    break
+                time.sleep(0.05)
             process.terminate()
             answers = [c.result() for c in calls]
         assert process.wait(60) in (0, -15)
