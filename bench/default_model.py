@@ -12,7 +12,8 @@ Every figure in MODEL_CARD.md (and each cached checkpoint's card) is read from t
   identical copies, of 30 questions);
 - `validation` (with `--validation`): the generated and hand-written families of `data_builders/training_data.py`,
   which chose the recipe's settings, so validation figures, not test results;
-- `training`: the recipe run's minutes per stage and whether it reproduced the packaged delta (`--recipe-run`).
+- `training`: the recipe run's minutes per stage, whether it reproduced the packaged delta tensor for tensor, and
+  the rerun model's figures on the contextual shipped sets (`--recipe-run`).
 
 `--parts` recomputes only some sections and keeps the others from the existing file.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import runpy
+import shlex
 import sys
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -76,6 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--validation", type=Path, help="the validation sets' folder (data_builders/training_data.py)")
     parser.add_argument("--recipe-run", type=Path, help="recipe_run.json of `contextembed train --recipe default`")
+    parser.add_argument("--training-note", help="what the card should say of the run's minutes (e.g. it was paused)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=None, help="recompute only these sections")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -101,13 +104,18 @@ def main() -> None:
         models["default"]["int8"] = evaluate(default, contextual, precision="int8")
     if "training" in parts:
         run = json.loads(args.recipe_run.read_text(encoding="utf-8"))
+        rerun = contextembed.load(args.recipe_run.parent / run["stages"][-1]["name"] / "checkpoint")
         results["training"] = {"stages": run["stages"], "threads": run["threads"],
-                               "reproduction": delta_check(args.recipe_run.parent)}
+                               "reproduction": {**delta_check(args.recipe_run.parent),
+                                                "shipped": evaluate(rerun, contextual)}}
+        if args.training_note:
+            results["training"]["note"] = args.training_note
     measured = results.setdefault("measured", {})
     for part in sorted(parts):  # each section keeps the run that measured it; paths by name only
-        measured[part] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "contextembed": version("contextembed"),
-                          "torch": version("torch"), "transformers": version("transformers"),
-                          "command": " ".join(["python", "bench/default_model.py", *map(_portable, sys.argv[1:])])}
+        measured[part] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+                          "contextembed": version("contextembed"), "torch": version("torch"),
+                          "transformers": version("transformers"),
+                          "command": shlex.join(["python", "bench/default_model.py", *map(_portable, sys.argv[1:])])}
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 
