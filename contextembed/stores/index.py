@@ -2,10 +2,11 @@
 `file://` URI, or kept in memory (a folder of documents searched without writing anything).
 
 Every write rewrites the folder the way `contextembed.index.write_index` does (a staging folder renamed into place,
-the old one moved aside and restored by the next reader if the writer dies between the two renames), so a reader
-sees the index before or after a write, never a mix. Writers take turns through a lock on the folder that holds the
-index (`fcntl.flock`; where that does not exist, the threads of one process), each re-reading the index under the
-lock, so concurrent writers of different documents lose nothing. Search is exact (`contextembed.retrieval`) over the
+the old one moved aside and restored by the next reader if the writer dies between the two renames). Writers take
+turns through a lock on the folder that holds the index (`fcntl.flock`; where that does not exist, the threads of
+one process), each re-reading the index under the lock, so concurrent writers of different documents lose nothing;
+a reader takes the same lock to re-read a changed index, so it sees the index before or after a write, never half
+of a swap. Search is exact (`contextembed.retrieval`) over the
 vectors, memory-mapped; documents are kept in order of id, so row order is the tie rule's order. Every precision of
 `contextembed.quantize` is kept.
 """
@@ -36,6 +37,7 @@ from contextembed.stores.base import (
 )
 
 _THREADS = threading.Lock()  # flock does not order the threads of one process where fcntl is missing
+_HELD = threading.local()  # the folders whose lock this thread holds (a re-read inside a write takes it once)
 
 
 class IndexStore(VectorStore):
@@ -62,10 +64,10 @@ class IndexStore(VectorStore):
         index to overwrite that is not written yet)."""
         if self.path is None or self.overwrite:
             return self._index
-        stamp = _stamp(self.path)
-        if stamp != self._stamp:
-            restore_interrupted(self.path)
-            self._set(read_index(self.path, mmap=True) if is_index(self.path) else None, _stamp(self.path))
+        if _stamp(self.path) != self._stamp and self.path.parent.is_dir():
+            with self._locked():  # a writer may be between its two renames: wait for it, never read half a swap
+                restore_interrupted(self.path)
+                self._set(read_index(self.path, mmap=True) if is_index(self.path) else None, _stamp(self.path))
         return self._index
 
     def _set(self, index: Index | None, stamp) -> None:
@@ -217,22 +219,28 @@ class IndexStore(VectorStore):
     def _locked(self):
         """Writers of one folder take turns: a lock on the folder that holds it (across processes where `fcntl`
         exists; the index itself is renamed by every write, its parent stays, and no lock file is left behind)."""
-        if self.path is None:
+        held = _HELD.__dict__.setdefault("folders", set())  # this thread's locks: a writer re-reads under its own
+        key = None if self.path is None else os.path.abspath(self.path.parent)
+        if key is None or key in held:
             yield
             return
+        held.add(key)
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: the threads of one process
-            with _THREADS:
+            try:
+                import fcntl
+            except ImportError:  # pragma: no cover - Windows: the threads of one process
+                with _THREADS:
+                    yield
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            folder = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                fcntl.flock(folder, fcntl.LOCK_EX)
                 yield
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        folder = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            fcntl.flock(folder, fcntl.LOCK_EX)
-            yield
+            finally:
+                os.close(folder)  # releases the lock
         finally:
-            os.close(folder)  # releases the lock
+            held.discard(key)
 
 
 def _stamp(path: Path):

@@ -306,3 +306,43 @@ def _check_former_chunker_name(store):
     assert store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=64, overlap=8)")).output_dim == DIM
     with pytest.raises(ValueError, match=r"holds chunker='TokenChunks\(size=64, overlap=8\)' vectors"):
         store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=32, overlap=8)"))
+
+
+def test_readers_of_the_own_index_never_see_half_a_write(tmp_path):
+    """Readers search while writers replace the folder: each read sees the index before or after a write, whole."""
+    uri = f"file://{tmp_path / 'index'}"
+    with open_store(uri) as first:
+        first.ensure(StoreInfo("test", DIM))
+        first.replace([document("seed", ["chunk"], 0)])
+    errors, done = [], threading.Event()
+
+    def writer(w: int) -> None:
+        try:
+            with open_store(uri) as store:
+                for i in range(12):
+                    store.replace([document(f"w{w}-{i}", [f"chunk {k}" for k in range(1 + i % 3)], 10 * w + i)])
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    def reader() -> None:
+        try:
+            with open_store(uri) as store:
+                while not done.is_set():
+                    store.search_documents(np.ones(DIM, np.float32), k=100)  # must not fail, nor read a mix
+                    snapshot = store.snapshot()
+                    assert snapshot.embeddings.shape[0] == len(snapshot.chunks) == snapshot.meta["num_chunks"]
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    writers = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    for thread in readers:
+        thread.join()
+    assert not errors
+    with open_store(uri) as store:
+        assert len(store.document_hashes()) == 1 + 3 * 12
