@@ -70,7 +70,7 @@ def training(results: dict) -> str:
             f"row), then {second.config.schedule.max_steps} steps of L_mix, which teaches one pass what a second pass "
             "over each chunk alone adds. The data are families of near-identical copies of real text (Python, Perl "
             "and Debian documentation, man pages) that differ in a name, alias, version, author or a section's "
-            "scope, plus recipes, doc sections and FAQ questions (`data_builders/training_data.py`). The settings "
+            "scope, plus recipes, doc sections and FAQ questions (`data_builders/training_data.py`).\n\nThe settings "
             "it keeps were chosen on generated validation families and, in early versions, on the shipped sets, so "
             "the figures below are not untouched tests." + reproduction(results))
 
