@@ -133,13 +133,13 @@ def run_pplx_v2(args, device: str, dtype: torch.dtype, implementations: list[str
         for tokens in lengths:
             ids, chunk_ids = document(tokens, config.text_config.vocab_size, device)
 
-            def whole():
+            def whole(model=model):
                 out = model(input_ids=ids, chunk_ids=chunk_ids)
                 assert out.chunk_embeddings.dtype == torch.float32
                 if device == "cuda":
                     torch.cuda.synchronize()
 
-            def plain():
+            def plain(model=model):
                 model.backbone(input_ids=ids)
                 if device == "cuda":
                     torch.cuda.synchronize()

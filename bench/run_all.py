@@ -90,8 +90,9 @@ def headline(results: Path) -> list[str]:
 
 def assemble() -> None:
     results = HERE / "results"
-    sections = [(results / f"{name}.md").read_text(encoding="utf-8") for name in ORDER
-                if (results / f"{name}.md").is_file()]
+    names = [n for name in ORDER for n in [name, *(p.stem for p in sorted(results.glob(f"{name}_against_*.md")))]]
+    sections = [(results / f"{name}.md").read_text(encoding="utf-8") for name in names
+                if (results / f"{name}.md").is_file()]  # a change measured against a ref follows its benchmark
     text = ["# Benchmark results", "",
             "Produced by `python bench/run_all.py` (each section names its own command). Timings on these machines "
             "are noisy, so every figure is a ratio measured side by side in one run (interleaved repeats, "
