@@ -57,11 +57,12 @@ def source_converter(path: str | Path):
 
 def convert_pplx(
     source: str | Path, output_dir: str | Path | None = None, *, source_id: str | None = None,
-    overwrite: bool = False,
+    overwrite: bool = False, dtype: torch.dtype = torch.float32,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Build a contextembed checkpoint from a local pplx-embed-context-v1 folder; save it when `output_dir` is given.
 
-    The weights are loaded strictly (a missing or unexpected tensor is an error), in float32 as published.
+    The weights are loaded strictly (a missing or unexpected tensor is an error), in float32 as published, then
+    cast to `dtype` (the model has no projection to keep in float32).
     `source_id` (e.g. the Hub id) goes into the card's `base_model`. `output_dir` must be new or empty, or hold a
     checkpoint to replace with `overwrite=True`.
     """
@@ -103,7 +104,7 @@ def convert_pplx(
         raise ValueError(f"the weights in {source} are not a Qwen3 backbone laid out as pplx-embed-context-v1: "
                          f"{problems}")
     model.backbone = backbone
-    model.eval()
+    model.to(dtype).eval()
 
     tokenizer.model_max_length = config.max_seq_length
     processor = ContextEmbedProcessor(tokenizer, chunk_token=PPLX_SEPARATOR, max_seq_length=config.max_seq_length)

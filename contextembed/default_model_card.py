@@ -40,10 +40,8 @@ def _get(results: dict, *keys):
     return results
 
 
-def summary(results: dict, window_head_tokens: int) -> str:
-    from contextembed.training.recipe import load_recipe
-
-    dims = load_recipe("default").stages[0].config.losses.matryoshka_dims
+def summary(results: dict, recipe, window_head_tokens: int) -> str:
+    dims = recipe.stages[0].config.losses.matryoshka_dims
     leases = _get(results, "models", "default", "leases")
     leases = (f" On the README's six leases it puts the asked lease's copy of a clause first among six identical "
               f"copies for {leases['hits']} of {leases['questions']} questions (untrained: "
@@ -54,11 +52,9 @@ def summary(results: dict, window_head_tokens: int) -> str:
             f"{window_head_tokens} tokens of a document carried into every later window.{leases} A small model: read the limitations before relying on it.")
 
 
-def training(results: dict) -> str:
+def training(results: dict, recipe) -> str:
     """The recipe in a paragraph: its stages as `contextembed/recipes/default.json` has them, minutes as measured."""
-    from contextembed.training.recipe import load_recipe
-
-    first, second = load_recipe("default").stages
+    first, second = recipe.stages  # the text below describes this recipe's two stages
     stages = {s["name"]: s for s in _get(results, "training", "stages") or []}
     minutes = " + ".join(f"{stages[s.name]['minutes']:g}" for s in (first, second) if s.name in stages)
     bound = "at most " if _get(results, "training", "note") else ""
@@ -189,9 +185,11 @@ def _fields(name: str, summary_text: str, results_text: str, limitations_text: s
 
 def default_card_fields(name: str, window_head_tokens: int) -> dict:
     """How the default model's card differs from a generic checkpoint's (see `contextembed.model_card`)."""
-    results = load_results()
-    return {**_fields(name, summary(results, window_head_tokens), results_section(results), limitations(results), "",
-                      model_index(results)), "training": training(results)}
+    from contextembed.training.recipe import load_recipe
+
+    results, recipe = load_results(), load_recipe("default")
+    return {**_fields(name, summary(results, recipe, window_head_tokens), results_section(results),
+                      limitations(results), "", model_index(results)), "training": training(results, recipe)}
 
 
 def baseline_card_fields(name: str, window_head_tokens: int) -> dict:

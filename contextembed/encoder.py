@@ -89,7 +89,7 @@ class ContextEmbedder:
         the process's own, `torch.set_num_threads`).
         """
         from contextembed.checkpoint import check_checkpoint_files
-        from contextembed.convert import convert_pplx, source_converter
+        from contextembed.convert import source_converter
         from contextembed.hub import resolve_checkpoint
 
         weights_dtype = resolve_dtype(dtype, device)  # a bad dtype is named before any download
@@ -118,10 +118,7 @@ class ContextEmbedder:
         if convert is not None:  # `contextembed convert` saves the same conversion as a checkpoint
             if attn_implementation is not None:
                 raise ValueError("attn_implementation cannot be set when a pplx checkpoint is converted on load")
-            if convert is convert_pplx:  # pplx-embed-context-v1 has no projection to keep in fp32
-                model, processor = convert_pplx(path)
-                return cls(model.to(weights_dtype), processor, device=device)
-            model, processor = convert(path, dtype=weights_dtype)  # its fp32 projection stays fp32
+            model, processor = convert(path, dtype=weights_dtype)  # a v2 projection stays fp32
             return cls(model, processor, device=device)
         kwargs = {"dtype": weights_dtype}
         if attn_implementation is not None:

@@ -92,6 +92,7 @@ def encode_command(args: argparse.Namespace) -> int:
 def search_command(args: argparse.Namespace) -> int:
     from contextembed.display import results_json, show_comparison, show_results
     from contextembed.index import document_text
+    from contextembed.quantization import codes_raw_vectors
     from contextembed.search import search
 
     if not args.query.strip():
@@ -113,7 +114,7 @@ def search_command(args: argparse.Namespace) -> int:
                  for d in store.fetch_documents([h.document for h in hits])}
         show_results(args.query, hits, texts, header=_header(store), context=args.context, precision=info.precision,
                      output_dim=info.output_dim, evidence=bool(args.evidence),
-                     int8_clip_sigmas=None if model.config.int8_scheme != "unit" else model.config.int8_clip_sigmas)
+                     int8_clip_sigmas=None if codes_raw_vectors(model.config.int8_scheme) else model.config.int8_clip_sigmas)
         if args.compare:
             index = store.snapshot()
             show_comparison(model, query, index.embeddings, index.chunks, output_dim=args.output_dim,

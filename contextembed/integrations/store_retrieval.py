@@ -9,6 +9,8 @@ document order, gaps marked): the minimal context a RAG chain can pass on instea
 
 from __future__ import annotations
 
+import os
+
 from contextembed.retrieval import DocumentHit
 from contextembed.search import check_evidence, reader_view, search
 
@@ -35,7 +37,7 @@ class StoreSearch:
     def model(self):
         import contextembed
 
-        if self._model is None or isinstance(self._model, str):
+        if self._model is None or isinstance(self._model, (str, os.PathLike)):  # a name or a checkpoint path
             named = self.store.info.model
             self._model = contextembed.load(self._model or (None if named == "default" else named))
         return self._model

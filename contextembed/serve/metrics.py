@@ -76,7 +76,7 @@ class Metrics:
                                          registry=self.registry, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
         self.tokens = Counter("contextembed_tokens_total", "Tokens embedded (rate() gives tokens/s)",
                               registry=self.registry)
-        self.in_flight = Gauge("contextembed_requests_in_flight", "Embedding requests being answered",
+        self.in_flight = Gauge("contextembed_requests_in_flight", "API requests (/v1/...) being answered",
                                registry=self.registry, multiprocess_mode="livesum")
         self.workers = Gauge("contextembed_workers", "Server processes answering (contextembed serve --workers)",
                              registry=self.registry, multiprocess_mode="livesum")

@@ -42,7 +42,10 @@ class StoreInfo:
 
     @classmethod
     def from_dict(cls, values: Mapping) -> StoreInfo:
-        return cls(**{k: values[k] for k in ("model", "output_dim", "precision", "chunker") if k in values})
+        values = {k: values[k] for k in ("model", "output_dim", "precision", "chunker") if k in values}
+        if values.get("chunker"):  # stores written before the token chunker's rename name it by its former name
+            values["chunker"] = values["chunker"].replace("TokenWindows(", "TokenChunks(", 1)
+        return cls(**values)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -146,8 +149,6 @@ class VectorStore(ABC):
             return info
         for name in ("output_dim", "precision", "model", "chunker"):
             have, want = getattr(current, name), getattr(info, name)
-            if name == "chunker" and have:  # stores written before the token chunker's rename name it so
-                have = have.replace("TokenWindows(", "TokenChunks(", 1)
             if have != want and (name != "chunker" or want):
                 raise ValueError(f"the {self.noun} {self.uri} holds {name}={have!r} vectors, these are "
                                  f"{name}={want!r}: "

@@ -64,7 +64,9 @@ class IndexStore(VectorStore):
         index to overwrite that is not written yet)."""
         if self.path is None or self.overwrite:
             return self._index
-        if _stamp(self.path) != self._stamp and self.path.parent.is_dir():
+        if _stamp(self.path) != self._stamp and not self.path.parent.is_dir():
+            self._set(None, _stamp(self.path))  # its folder is gone: so is the index
+        elif _stamp(self.path) != self._stamp:
             with self._locked():  # a writer may be between its two renames: wait for it, never read half a swap
                 restore_interrupted(self.path)
                 self._set(read_index(self.path, mmap=True) if is_index(self.path) else None, _stamp(self.path))

@@ -60,7 +60,7 @@ def test_llamaindex(index, built, evidence):
     pytest.importorskip("llama_index.core")
     from contextembed.integrations.llamaindex import ContextualStoreRetriever
 
-    retriever = ContextualStoreRetriever(f"file://{index}", str(built["bert"][0]), k=3, evidence=evidence)
+    retriever = ContextualStoreRetriever(f"file://{index}", built["bert"][0], k=3, evidence=evidence)  # a Path
     nodes = retriever.retrieve(QUERY)
     assert as_tuples((n.node.get_content(), n.node.metadata) for n in nodes) == expected(index, built["bert"][0], 3,
                                                                                             evidence)
