@@ -59,11 +59,10 @@ def _train_recipe(args: argparse.Namespace, overrides: dict) -> int:
                          f"training file), got {args.paths}")
     if args.config is not None or args.resume:
         raise ValueError("--config and --resume are for one run; a recipe carries its own configs")
-    from contextembed.training.recipe import load_recipe
+    from contextembed.training.recipe import load_recipe, stage_configs
 
     recipe = load_recipe(args.recipe)  # a bad recipe fails before peft and the model load
-    for stage in recipe.stages:
-        stage.config.from_dict(stage.config.to_dict(), **overrides)  # so do bad overrides
+    stage_configs(recipe, **overrides)  # so do bad overrides
     from contextembed.default_model import named_model_path
     from contextembed.hub import resolve_checkpoint
     from contextembed.training.recipe import run_recipe

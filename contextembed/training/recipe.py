@@ -111,6 +111,11 @@ def parse_recipe(values, where: str = "the recipe") -> Recipe:
     return Recipe(values.get("description", ""), values["base"], values["data"], threads, tuple(parsed))
 
 
+def stage_configs(recipe: Recipe, **overrides) -> list[TrainConfig]:
+    """Each stage's config with `overrides` (flat `TrainConfig` field names) applied; a bad override is named here."""
+    return [TrainConfig.from_dict(stage.config.to_dict(), **overrides) for stage in recipe.stages]
+
+
 def run_recipe(recipe: Recipe, base: str | Path, output_dir: str | Path, *, data: str | Path | None = None,
                **overrides) -> Path:
     """Train every stage from the checkpoint folder `base` (the recipe's `base`, resolved by the caller) into
@@ -131,8 +136,7 @@ def run_recipe(recipe: Recipe, base: str | Path, output_dir: str | Path, *, data
     record = {"recipe": recipe.description, "base": recipe.base, "data": str(data), "threads": recipe.threads,
               "overrides": {k: v for k, v in overrides.items() if v is not None}, "stages": []}
     try:
-        for stage in recipe.stages:
-            config = TrainConfig.from_dict(stage.config.to_dict(), **overrides)
+        for stage, config in zip(recipe.stages, stage_configs(recipe, **overrides)):
             if stage.continues:
                 init = str(output_dir / stage.continues / "delta.safetensors")
                 config = replace(config, adapters=replace(config.adapters, init_delta=init))
