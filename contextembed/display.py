@@ -38,7 +38,7 @@ def results_json(query: str, hits, *, precision: str, evidence: bool = False) ->
     (index, character offsets, text); with `evidence`, also its evidence chunks (each with its score) and the
     reader view. Scores are cosines for float vectors and the integer score for codes.
 
-    >>> from contextembed.retrieval import ChunkHit, DocumentHit
+    >>> from contextembed.ranking import ChunkHit, DocumentHit
     >>> evidence = (ChunkHit("a.txt", 0.25, 0, 0, 4, "Flat"),)
     >>> hit = DocumentHit("a.txt", 0.5, ChunkHit("a.txt", 0.5, 1, 5, 9, "Rent"), evidence)
     >>> results_json("rent?", [hit], precision="float32")["documents"]
@@ -63,7 +63,7 @@ def show_comparison(model, query: np.ndarray, vectors: np.ndarray, records: list
                     batch_size: int) -> None:
     """Rank the chunks with and without their documents' context, side by side (float vectors), by the tie rule."""
     from contextembed.corpus import encode_once
-    from contextembed.retrieval import ranking
+    from contextembed.ranking import ranking
     from contextembed.scoring import dot
 
     # Each distinct text encoded once: copies of a sentence get one vector, and tie exactly.

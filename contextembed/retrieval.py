@@ -1,4 +1,4 @@
-"""The retrieval core: MaxSim, the one tie rule, the blocked exact scan, and the hits every search returns.
+"""The retrieval core: MaxSim over chunk vectors and the blocked exact scan (`exact_search`).
 
 **MaxSim.** A document's score for a query is the score of its best chunk: s(q, d) = max_c q·c.
 
@@ -7,146 +7,28 @@ products, rounded to float32, so a score depends only on the two vectors (never 
 it was computed in, which move a float32 product by an ulp or two); codes as exact integers. Databases compute
 their own scores (LanceDB, Qdrant and pgvector in float32); they are compared exactly too.
 
-**The tie rule.** Results rank by score, highest first; equal scores rank by **document id, in code-point order**
-(Python's `str` order; SQL's `COLLATE "C"`), then by **chunk index** within the document, lower first. Nothing
-else decides an order: not float noise, not insertion order, not a database's internal layout. Rows, documents and
-chunks are therefore kept in that order wherever positions stand for them (an index stores its documents sorted
-by id, each document's chunks in order), so "the lower position first" and the rule are the same thing:
+**Order.** Everything here ranks by the one tie rule of `contextembed.ranking` (score, then document id, then chunk
+index): rows, documents and chunks are kept in that order wherever positions stand for them (an index segment stores
+its documents sorted by id, each document's chunks in order), so "the lower position first" is the rule.
 
->>> ranking(np.array([0.5, 0.9, 0.5, 0.1])).tolist()   # positions 0 and 2 tie: 0 first
-[1, 0, 2, 3]
->>> sorted([ChunkHit("b", 0.5, 0, 0, 1, "x"), ChunkHit("a", 0.5, 3, 0, 1, "y"), ChunkHit("a", 0.5, 1, 0, 1, "z")],
-...        key=hit_order)[0].index
-1
-
-Where it is enforced: `ranking`, `top_k`, `rank_of_first` and `exact_search` here; `hit_order` for hits that arrive
-from a database (`stores.base`, which also fetches past a cut-off until the tie at it is complete); `ORDER BY score
-DESC, doc_id COLLATE "C", chunk` in the PostgreSQL store; context-bench's metrics (`evaluation.context_bench`).
+**Non-finite vectors.** A NaN or infinite value in a query or a chunk vector has no place in a ranking: it is a
+`ValueError` naming the query or the row, never a crash from inside nor a silent rank.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from contextembed.modeling import Precision, check_count
+from contextembed.ranking import ranking
 from contextembed.scoring import check_codes, dot
 
 # A float32 product of two D-dimensional vectors, however its sum is ordered, is within
 # (D * u / (1 - D * u) + u) * |q| * |v| of the float64 sum rounded to float32 (u = 2**-24, float32's unit roundoff).
 _UNIT_ROUNDOFF = 2.0**-24
-
-
-@dataclass(frozen=True)
-class ChunkHit:
-    """One chunk found for a query: its document, score, position in the document, character offsets and text."""
-
-    document: str
-    score: float
-    index: int  # the chunk's position in its document
-    start: int
-    end: int
-    text: str
-    metadata: dict = field(default_factory=dict)
-
-    def to_dict(self, score: bool = False) -> dict:
-        """`{"index", "start", "end", "text"}` (with `score`, also the score first)."""
-        found = {"index": self.index, "start": self.start, "end": self.end, "text": self.text}
-        return {"index": self.index, "score": self.score, **found} if score else found
-
-
-@dataclass(frozen=True)
-class DocumentHit:
-    """One document found for a query, scored by its best chunk (its answer), with `evidence`: the document's
-    next-best chunks by the same score, best first (empty unless asked for; see `contextembed.search`)."""
-
-    document: str
-    score: float
-    chunk: ChunkHit  # the document's best chunk
-    evidence: tuple[ChunkHit, ...] = ()
-
-
-def hit_order(hit: ChunkHit | DocumentHit) -> tuple:
-    """The sort key of the tie rule for hits: score descending, then document id, then chunk index."""
-    index = hit.index if isinstance(hit, ChunkHit) else hit.chunk.index
-    return (-hit.score, hit.document, index)
-
-
-def ranking(scores: np.ndarray) -> np.ndarray:
-    """Positions by the tie rule: highest score first, equal scores by lower position.
-
-    >>> ranking(np.array([3, 7, 7, 1])).tolist()
-    [1, 2, 0, 3]
-    """
-    scores = np.asarray(scores)
-    return np.lexsort((np.arange(len(scores)), -scores.astype(np.float64)))
-
-
-def first_of(scores: np.ndarray, is_hit: np.ndarray) -> int | None:
-    """Position of the hit that ranks first (highest score, the lower position among equal ones); None if none.
-
-    >>> first_of(np.array([0.9, 0.5, 0.2, 0.5]), np.array([False, True, False, True]))
-    1
-    """
-    hits = np.flatnonzero(is_hit)
-    if not len(hits):
-        return None
-    return int(hits[scores[hits] == scores[hits].max()].min())
-
-
-def rank_of_first(scores: np.ndarray, is_hit: np.ndarray) -> tuple[int | None, bool]:
-    """1-based rank of the best-ranked hit under the tie rule, and whether a tie with a non-hit decided whether
-    it ranks first (a non-hit with the same score and nothing scoring above).
-
-    >>> rank_of_first(np.array([0.5, 0.2, 0.5]), np.array([False, False, True]))   # tied: position 0 first
-    (2, True)
-    >>> rank_of_first(np.array([0.2, 0.9, 0.5]), np.array([False, False, True]))
-    (2, False)
-    """
-    best = first_of(scores, is_hit)
-    if best is None:
-        return None, False
-    others = np.ones(len(scores), dtype=bool)
-    others[best] = False
-    above = others & (scores > scores[best])
-    tied = others & (scores == scores[best])
-    rank = int(above.sum() + (tied & (np.arange(len(scores)) < best)).sum()) + 1
-    return rank, bool((tied & ~np.asarray(is_hit)).any() and not above.any())
-
-
-def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Columns of the k largest scores per row and their scores, best first; ties go to the lower column.
-
-    >>> idx, val = top_k(np.array([[0.1, 0.9, 0.5, 0.9]]), k=3)
-    >>> idx.tolist(), val.tolist()
-    ([[1, 3, 2]], [[0.9, 0.9, 0.5]])
-    """
-    check_count(k, "k")
-    scores = np.atleast_2d(scores)
-    n_rows, n_cols = scores.shape
-    k = min(k, n_cols)
-    if k == 0:
-        return np.zeros((n_rows, 0), dtype=np.int64), scores[:, :0]
-    if k < n_cols:
-        import torch
-
-        # torch.topk is several times faster than argpartition here; ties are settled below either way.
-        candidates = torch.topk(torch.from_numpy(np.ascontiguousarray(scores)), k, dim=1, sorted=False).indices.numpy()
-    else:
-        candidates = np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))
-    candidate_scores = np.take_along_axis(scores, candidates, axis=1)
-    order = np.lexsort((candidates, -candidate_scores.astype(np.float64)), axis=1)
-    indices = np.take_along_axis(candidates, order, axis=1).astype(np.int64)
-    if k < n_cols:
-        # topk may cut a run of equal scores arbitrarily; settle those rows by column order.
-        kth = candidate_scores.min(axis=1, keepdims=True)
-        at_kth = (scores == kth).sum(axis=1) > (candidate_scores == kth).sum(axis=1)
-        for row in np.flatnonzero(at_kth):
-            cols = np.flatnonzero(scores[row] >= kth[row, 0])
-            indices[row] = cols[np.lexsort((cols, -scores[row, cols].astype(np.float64)))[:k]]
-    return indices, np.take_along_axis(scores, indices, axis=1)
 
 
 def maxsim(queries: np.ndarray, documents: Sequence[np.ndarray], precision: Precision = "float32") -> np.ndarray:
@@ -194,6 +76,7 @@ def exact_search(
     block_size: int | None = None,
     best_chunks: bool = True,
     precision: Precision = "float32",
+    live_documents: np.ndarray | None = None,
 ) -> SearchResult:
     """Top documents (by best chunk) and top chunks for each query, scanning `vectors` in blocks.
 
@@ -208,6 +91,8 @@ def exact_search(
         best_chunks: also return each returned document's best chunk; `doc_best_chunks` is empty otherwise.
         precision: what `queries` and `vectors` hold: `float32`, or codes made by `quantize` at `int8`, `uint8`,
             `binary` or `ubinary` (scored as in `contextembed.scoring.dot`).
+        live_documents: (num documents,) booleans: only these documents (and their rows) are ranked; the others
+            are skipped as if absent (deleted documents, or those a filter leaves out), without copying `vectors`.
 
     Scores and order are those of `dot` and the tie rule (lower document index, then lower row, first). The scan
     multiplies float32 blocks at full speed and bounds how far each such score can be from `dot`'s; every
@@ -226,12 +111,14 @@ def exact_search(
         block_size = max(1024, (1 << 24) // max(len(queries), 1))
     _check_inputs(queries, vectors, doc_ids, precision, top_k_documents=top_k_documents, top_k_chunks=top_k_chunks,
                   block_size=block_size)
-    scan = _Scan(queries, precision, num_docs=int(doc_ids[-1]) + 1 if len(doc_ids) else 0, k_chunks=top_k_chunks)
+    num_docs = int(doc_ids[-1]) + 1 if len(doc_ids) else 0
+    live = _checked_live(live_documents, num_docs)
+    scan = _Scan(queries, precision, live, k_chunks=top_k_chunks)
     for start in range(0, len(vectors), block_size):
         scan.add(vectors[start : start + block_size], doc_ids[start : start + block_size], start)
     starts = np.searchsorted(doc_ids, np.arange(scan.num_docs + 1))
     doc_order, doc_scores, best_rows = scan.documents(vectors, starts, top_k_documents)
-    chunk_rows, chunk_scores = scan.chunks(vectors, top_k_chunks)
+    chunk_rows, chunk_scores = scan.chunks(vectors, np.diff(starts)[live].sum(), top_k_chunks)
     if not best_chunks:
         best_rows = np.zeros((len(queries), 0), np.int64)
     return SearchResult(doc_order, doc_scores, best_rows, chunk_rows, chunk_scores)
@@ -242,8 +129,10 @@ class _Scan:
     may still reach the top k. A float32 block product is `dot`'s score within ±`error` (per query and block), so
     a document or chunk whose upper bound falls below the k-th best lower bound can never place, nor tie."""
 
-    def __init__(self, queries: np.ndarray, precision: str, num_docs: int, k_chunks: int):
-        self.queries, self.precision, self.num_docs, self.k_chunks = queries, precision, num_docs, k_chunks
+    def __init__(self, queries: np.ndarray, precision: str, live: np.ndarray, k_chunks: int):
+        self.queries, self.precision, self.k_chunks = queries, precision, k_chunks
+        self.live, self.num_docs = live, len(live)
+        num_docs = self.num_docs
         self.integer = precision != "float32"
         n_queries = len(queries)
         # (Q, docs) each document's best block product: float32 as computed; integer scores exactly, in float64
@@ -258,12 +147,19 @@ class _Scan:
             self.query_error = 1.001 * relative * np.linalg.norm(queries.astype(np.float64), axis=1)  # (Q,)
 
     def add(self, block: np.ndarray, block_docs: np.ndarray, start: int) -> None:
+        dead = ~self.live[block_docs]  # (n,) rows of documents left out
+        if dead.all():
+            return
         if self.integer:
             scores, error = dot(self.queries, block, self.precision), np.zeros((len(self.queries), 1))  # exact
         else:
             block = np.asarray(block, dtype=np.float32)
             scores = self.queries.astype(np.float32) @ block.T  # (Q, n): dot's scores within ±error
+            _check_finite_scores(scores, block, start)
             error = (self.query_error * _largest_norm(block))[:, None]  # (Q, 1)
+        if dead.any():  # a left-out row can never place: it scores below everything (and is dropped at the end)
+            scores = scores.astype(np.float64 if self.integer else np.float32)
+            scores[:, dead] = -np.inf
         self.error = np.maximum(self.error, error)
         segment_starts = np.flatnonzero(np.r_[True, block_docs[1:] != block_docs[:-1]])
         docs = block_docs[segment_starts]
@@ -274,7 +170,8 @@ class _Scan:
         width = int((scores >= kth - 2 * error).sum(axis=1).max())  # the block's k best and all within reach
         columns = _largest(scores, width)  # (Q, width)
         picked = np.take_along_axis(scores, columns, axis=1).astype(np.float64)
-        self._merge(np.where(picked >= kth - 2 * error, columns + start, -1), picked - error, picked + error)
+        reach = (picked >= kth - 2 * error) & (picked > -np.inf)
+        self._merge(np.where(reach, columns + start, -1), picked - error, picked + error)
 
     def _merge(self, rows: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
         """Add candidate chunks, then drop those whose upper bound is below the k-th best lower bound."""
@@ -292,7 +189,7 @@ class _Scan:
     def documents(self, vectors, starts, k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(Q, k) document indices, scores and best rows: every document that can place, scored by `dot`."""
         n_queries = len(self.queries)
-        has_rows = np.diff(starts) > 0  # a document index without rows is never returned
+        has_rows = (np.diff(starts) > 0) & self.live  # a document without rows, or left out, is never returned
         k = min(k, int(has_rows.sum()))
         order, best = np.zeros((n_queries, k), np.int64), np.zeros((n_queries, k), np.int64)
         scores = np.zeros((n_queries, k), np.int32 if self.integer else np.float32)
@@ -313,9 +210,9 @@ class _Scan:
             best[q] = rows[at_best[first]][np.searchsorted(segment, chosen)]
         return order, scores, best
 
-    def chunks(self, vectors, k) -> tuple[np.ndarray, np.ndarray]:
+    def chunks(self, vectors, live_rows: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(Q, k) rows and scores of the best chunks: the kept candidates scored by `dot`, ranked by the rule."""
-        n_queries, k = len(self.queries), min(k, len(vectors))
+        n_queries, k = len(self.queries), min(k, int(live_rows))
         rows_out = np.zeros((n_queries, k), np.int64)
         scores_out = np.zeros((n_queries, k), np.int32 if self.integer else np.float32)
         for q in range(n_queries):
@@ -324,6 +221,27 @@ class _Scan:
             chosen = ranking(exact)[:k]
             rows_out[q], scores_out[q] = rows[chosen], exact[chosen]
         return rows_out, scores_out
+
+
+def _check_finite_scores(scores: np.ndarray, block: np.ndarray, start: int) -> None:
+    """A `ValueError` naming the first row whose scores are not finite: its vector holds NaN or an infinity (or
+    values so large their products overflow float32)."""
+    if np.isfinite(scores).all():
+        return
+    bad = np.flatnonzero(~np.isfinite(scores).all(axis=0))[0]
+    what = "holds NaN or infinite values" if not np.isfinite(block[bad]).all() else \
+        "holds values so large that its scores overflow float32"
+    raise ValueError(f"the chunk vector at row {start + int(bad)} {what}: every vector must be finite")
+
+
+def _checked_live(live, num_docs: int) -> np.ndarray:
+    if live is None:
+        return np.ones(num_docs, dtype=bool)
+    live = np.asarray(live)
+    if live.dtype != bool or live.shape != (num_docs,):
+        raise ValueError(f"live_documents must be {num_docs} booleans (one per document), got "
+                         f"{live.dtype} of shape {live.shape}")
+    return live
 
 
 def _largest_norm(block: np.ndarray) -> float:
@@ -362,6 +280,9 @@ def _largest(values: np.ndarray, width: int) -> np.ndarray:
 def _check_inputs(queries, vectors, doc_ids, precision: str, **counts) -> None:
     check_codes(queries, precision, "queries")
     check_codes(vectors, precision, "vectors")
+    if precision == "float32" and not np.isfinite(queries).all():
+        raise ValueError(f"query {int(np.flatnonzero(~np.isfinite(queries).all(axis=1))[0])} holds NaN or infinite "
+                         "values: every vector must be finite")
     if vectors.ndim != 2 or queries.shape[1] != vectors.shape[1]:
         raise ValueError(f"queries {queries.shape} and vectors {vectors.shape} must be 2-D with the same dimension")
     if len(doc_ids) != len(vectors):

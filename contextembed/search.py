@@ -30,7 +30,8 @@ import numpy as np
 
 from contextembed.chunking import Chunk
 from contextembed.modeling import check_count
-from contextembed.retrieval import ChunkHit, DocumentHit, SearchResult, exact_search, ranking
+from contextembed.ranking import ChunkHit, DocumentHit, ranking
+from contextembed.retrieval import SearchResult, exact_search
 from contextembed.scoring import dot
 
 GAP = "[…]"

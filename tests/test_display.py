@@ -4,7 +4,7 @@ reader's terminal."""
 from __future__ import annotations
 
 from contextembed.display import one_line, printable, results_json, show_results, show_score, snippet
-from contextembed.retrieval import ChunkHit, DocumentHit
+from contextembed.ranking import ChunkHit, DocumentHit
 
 TEXT = "Lease for 88 Ocean Drive. Rent is due. The Tenant pays for electricity."
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from contextembed.quantization import quantize
-from contextembed.retrieval import ChunkHit, exact_search, first_of, hit_order, maxsim, rank_of_first, ranking, top_k
+from contextembed.ranking import ChunkHit, first_of, hit_order, rank_of_first, ranking, top_k
+from contextembed.retrieval import exact_search, maxsim
 from tests.test_scoring import numpy_scores, unit
 
 
@@ -58,6 +59,42 @@ def test_exact_search_equals_brute_force(precision, block_size):
         assert result.chunk_rows[q].tolist() == chunks
         assert result.doc_ids[q].tolist() == docs
         assert result.doc_best_chunks[q].tolist() == best
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+@pytest.mark.parametrize("block_size", [7, 10_000])
+def test_left_out_documents_rank_as_if_absent(precision, block_size):
+    """`live_documents` (an index's deletions, a filter) ranks exactly as searching the rows of the rest would."""
+    rng = np.random.default_rng(8)
+    doc_ids = np.sort(rng.integers(0, 40, size=300))
+    vectors, queries = unit(300, 32, seed=9), unit(5, 32, seed=10)
+    if precision != "float32":
+        vectors, queries = quantize(vectors, precision), quantize(queries, precision)
+    live = rng.random(40) < 0.3
+    live[doc_ids[:20]] = False  # whole blocks of dead rows too
+    result = exact_search(queries, vectors, doc_ids, top_k_documents=6, top_k_chunks=9, block_size=block_size,
+                          precision=precision, live_documents=live)
+    rows = np.flatnonzero(live[doc_ids])
+    for q, (chunks, docs, best) in enumerate(brute_force(queries, vectors[rows], doc_ids[rows], 6, 9, precision)):
+        assert result.chunk_rows[q].tolist() == rows[chunks].tolist()
+        assert result.doc_ids[q].tolist() == docs
+        assert result.doc_best_chunks[q].tolist() == rows[best].tolist()
+    nothing = exact_search(queries, vectors, doc_ids, live_documents=np.zeros(40, bool), precision=precision)
+    assert nothing.doc_ids.shape == (5, 0) and nothing.chunk_rows.shape == (5, 0)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_non_finite_vector_is_named_not_ranked(value):
+    vectors, doc_ids = unit(50, 8, seed=11), np.arange(50) // 5
+    vectors[23, 3] = value
+    with pytest.raises(ValueError, match="the chunk vector at row 23 holds NaN or infinite values"):
+        exact_search(unit(2, 8), vectors, doc_ids, block_size=16)
+    query = unit(3, 8)
+    query[2, 0] = value
+    with pytest.raises(ValueError, match="query 2 holds NaN or infinite values"):
+        exact_search(query, unit(50, 8), doc_ids)
+    with pytest.raises(ValueError, match="live_documents must be 10 booleans"):
+        exact_search(unit(1, 8), unit(50, 8), doc_ids, live_documents=np.ones(9, bool))
 
 
 def test_exact_search_rejects_unsorted_documents():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from contextembed.chunking import Chunk
-from contextembed.retrieval import ChunkHit, DocumentHit
+from contextembed.ranking import ChunkHit, DocumentHit
 from contextembed.search import document_evidence, reader_view, search
 from contextembed.stores import DocumentVectors, StoreInfo
 from contextembed.stores.index import IndexStore

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextembed.corpus import encode_once
-from contextembed.retrieval import first_of, rank_of_first, ranking
+from contextembed.ranking import first_of, rank_of_first, ranking
 from contextembed.scoring import dot
 
 EVIDENCE_GATE = 10

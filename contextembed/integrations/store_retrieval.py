@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from contextembed.retrieval import DocumentHit
+from contextembed.ranking import DocumentHit
 from contextembed.search import check_evidence, reader_view, search
 
 
@@ -54,7 +54,7 @@ def hit_metadata(hit: DocumentHit, evidence: bool = False) -> dict:
     """A hit's metadata for a framework: the document's own metadata, then its id (`document`), the answer chunk's
     `chunk_index`, `start`, `end` and `score`; with `evidence` (the switch on), `evidence` and `reader_view`.
 
-    >>> from contextembed.retrieval import ChunkHit
+    >>> from contextembed.ranking import ChunkHit
     >>> answer = ChunkHit("lease.txt", 0.8, 3, 40, 52, "She pays it.", {"path": "lease.txt"})
     >>> hit_metadata(DocumentHit("lease.txt", 0.8, answer))
     {'path': 'lease.txt', 'document': 'lease.txt', 'chunk_index': 3, 'start': 40, 'end': 52, 'score': 0.8}

@@ -24,7 +24,7 @@ import numpy as np
 
 from contextembed.chunking import Chunk
 from contextembed.modeling import check_count
-from contextembed.retrieval import ChunkHit, DocumentHit, hit_order
+from contextembed.ranking import ChunkHit, DocumentHit, rank_documents, read_ranked
 from contextembed.scoring import check_codes
 
 Scalar = str | int | float | bool
@@ -68,9 +68,9 @@ STORE_PRECISIONS = ("float32", "int8")
 class VectorStore(ABC):
     """A database of documents' chunk vectors (see the module docstring). Subclasses implement the `_` methods.
 
-    Every ranking follows `contextembed.retrieval`'s tie rule (score, then document id, then chunk index): a
-    database returns its top k in any order among equal scores and may cut a run of equal scores anywhere, so hits
-    are sorted here (`hit_order`), and fetched past the cut until the run at it is complete.
+    Every ranking follows the tie rule of `contextembed.ranking` (score, then document id, then chunk index): a
+    database returns its top k in any order among equal scores and may cut a run of equal scores anywhere, so its
+    hits are read past the cut until the run at it is complete, and sorted there (`read_ranked`, `rank_documents`).
     """
 
     uri: str
@@ -181,40 +181,15 @@ class VectorStore(ABC):
     def search_chunks(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[ChunkHit]:
         """The k best chunks of the whole store for one query vector (of the store's precision)."""
         check_count(k, "k")
-        hits, _ = self._ranked_chunks(self._checked_query(query), k, _checked_where(where))
-        return hits[:k]
-
-    def _ranked_chunks(self, query: np.ndarray, k: int, where: Where | None) -> tuple[list[ChunkHit], bool]:
-        """At least the k best chunks in rule order (fewer when the store holds fewer), and whether that is every
-        chunk there is. Every chunk scoring above the last one returned is there, in its place."""
-        fetch = k
-        while True:
-            hits = sorted(self._top_chunks(query, fetch, where), key=hit_order)
-            if len(hits) < fetch:
-                return hits, True
-            if hits[-1].score < hits[k - 1].score:  # the run of equal scores at k ends inside what came back
-                return hits, False
-            fetch *= 2
+        query, where = self._checked_query(query), _checked_where(where)
+        return read_ranked(lambda n: self._top_chunks(query, n, where), k)[0][:k]
 
     def search_documents(self, query: np.ndarray, k: int = 10, where: Where | None = None) -> list[DocumentHit]:
-        """The k best documents, each scored by its best chunk (MaxSim), with that chunk.
-
-        Exact whenever chunk search is: the ranked chunks are read until k documents have appeared, and a
-        document's first chunk in that ranking is its best, so documents come in MaxSim order.
-        """
+        """The k best documents, each scored by its best chunk (MaxSim), with that chunk: exact whenever chunk
+        search is (`contextembed.ranking.rank_documents`)."""
         check_count(k, "k")
         query, where = self._checked_query(query), _checked_where(where)
-        fetch = max(4 * k, 64)
-        while True:
-            ranked, complete = self._ranked_chunks(query, fetch, where)
-            best: dict[str, ChunkHit] = {}
-            for hit in ranked:
-                best.setdefault(hit.document, hit)
-            firsts = list(best.values())
-            # Done when the k-th document scores above the last chunk read: every chunk that could tie it came back.
-            if complete or (len(firsts) >= k and firsts[k - 1].score > ranked[-1].score):
-                return [DocumentHit(h.document, h.score, h) for h in firsts[:k]]
-            fetch *= 4
+        return rank_documents(lambda n: self._top_chunks(query, n, where), k)
 
     # --- checks shared by every store ----------------------------------------------------------------------
     def _checked(self, documents: Iterable[DocumentVectors]) -> list[DocumentVectors]:

@@ -24,7 +24,8 @@ import numpy as np
 from contextembed.chunking import Chunk
 from contextembed.index import Index, check_index_target, is_index, read_index, restore_interrupted, write_index
 from contextembed.modeling import PRECISIONS, check_count
-from contextembed.retrieval import ChunkHit, DocumentHit, exact_search
+from contextembed.ranking import ChunkHit, DocumentHit
+from contextembed.retrieval import exact_search
 from contextembed.scoring import CODE_DTYPES
 from contextembed.stores.base import (
     DocumentVectors,

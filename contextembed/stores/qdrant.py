@@ -38,7 +38,7 @@ from contextembed.stores.base import (
     where_tags,
 )
 from contextembed.modeling import check_count
-from contextembed.retrieval import hit_order
+from contextembed.ranking import hit_order, read_ranked
 
 try:
     from qdrant_client import QdrantClient, models
@@ -207,12 +207,7 @@ class QdrantStore(VectorStore):
         check_count(k, "k")
         query = self._checked_query(query)
         where = _checked_where(where)
-        limit = k
-        while True:  # past the cut until the run of equal scores at it ends (the tie rule decides inside it)
-            hits = sorted(self._documents(query, limit, where), key=hit_order)
-            if len(hits) < limit or hits[-1].score < hits[k - 1].score:
-                return hits[:k]
-            limit *= 2
+        return read_ranked(lambda limit: self._documents(query, limit, where), k)[0][:k]
 
     def _documents(self, query: np.ndarray, limit: int, where: Where | None) -> list[DocumentHit]:
         """The `limit` best documents by Qdrant's ranking, each with its best chunk (the lowest index among equal)."""
