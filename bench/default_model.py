@@ -48,7 +48,7 @@ def lease_hits(model) -> dict:
     from contextembed.corpus import read_corpus
 
     example = runpy.run_path(str(ROOT / "examples" / "lease_questions.py"))
-    _, documents = read_corpus(example["LEASES"])
+    documents = list(read_corpus(example["LEASES"]))
     return {"hits": example["hits"](model, documents), "questions": len(example["QUESTIONS"]) * len(example["ADDRESSES"]),
             "max_seq_length": model.config.max_seq_length}
 

@@ -1,175 +1,386 @@
-"""An encoded corpus on disk: a self-contained folder that `search` reads without the source files (the folder
-format; `contextembed.stores.index.IndexStore` is the store over it).
+"""An encoded corpus on disk, built to grow: immutable segments published by one small manifest replaced atomically
+(the Lucene and Lance shape). `search` reads it without the source files; `contextembed.stores.index.IndexStore` is
+the store over it.
 
-Layout (written by `contextembed encode`), format 3:
+Layout, format 4:
 
-- `embeddings.npy`: one row per chunk, float32 or codes (`numpy.load` reads it, no pickles);
-- `chunks.jsonl`: one JSON object per row, in the same order: `doc` (document index), `path` (the document's id: its
-  path relative to the corpus root), `chunk` (index within the document), `start`, `end` (character offsets
-  into the document's text) and `text` (the chunk's text); documents in order of id (the tie rule's order);
-- `index.json`: `format_version`, what the vectors are (the fields of `StoreInfo`: `model`, `output_dim`,
-  `precision`, `chunker`), `num_documents`, `num_chunks`, and per document (by index) its `content_hash` and
-  `metadata`.
+- `manifest.json`, the commit point: `format_version`, what the vectors are (the fields of `StoreInfo`: `model`,
+  `output_dim`, `precision`, `chunker`), `generation` (one more at every commit), `num_documents`, `num_chunks`,
+  and the `segments`, each with its `name`, `documents`, `chunks`, and `deleted`: the file in the segment's folder
+  that records which of its documents were deleted or replaced since (none: all live);
+- `segments/NAME/`: one segment each (`contextembed.segments`: vectors, chunk records, chunk texts and document
+  entries, every document's chunks in order, documents sorted by id), never changed once written.
 
-A document's id is the `path` of its records. Format 2 (written before the index was a store) is read as well: its
-`documents` are plain paths, and its documents have no content hash (so an incremental `encode` embeds each of them
-again) and no metadata.
+A write costs what it adds: new documents go into a new segment; a replaced or deleted document is marked in a new,
+small deletion file of the segment that holds it (an update is a delete plus an add). Segment files are flushed to
+disk first, then a new manifest is written beside the old one and renamed over it (`os.replace`): a process killed at
+any moment leaves the last published manifest, whole, and files it never published, which the next writer removes.
+Writers take turns through a lock on the index folder (`fcntl.flock`; where that does not exist, the threads of one
+process), and a reader takes it to read a manifest and open what it lists, so it never sees half a write: what it
+opened stays readable (memory-mapped) while later writes go on.
 
-Everything `search` shows comes from these three files. An index is written into a staging folder beside the
-target and renamed into place, so a crash never leaves a half-written index, and an existing index is only
-replaced when the caller says so. Replacing takes two renames (old index aside, new one in); a process that dies
-between them leaves the old index in a hidden `.NAME.replaced-*` folder, which the next `encode`, `search` or
-`read_index` of that path moves back (`restore_interrupted`).
+Segments are merged by size tiers as they accumulate (`MERGE_FACTOR` of one size become one) and a segment with more
+dead than live chunks is rewritten without them; `compact` merges everything into one segment. Indexes of formats 2
+and 3 (one folder of `embeddings.npy`, `chunks.jsonl` and `index.json`; `contextembed.index_legacy`) are read as one
+segment and upgraded to format 4 by their first write.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import json
 import logging
+import math
+import os
 import shutil
+import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from contextembed.jsonl import field, read_records
+from contextembed.index_legacy import LEGACY_FILES, is_legacy_index, read_legacy_index, restore_interrupted
 from contextembed.modeling import PRECISIONS
-from contextembed.scoring import check_codes
+from contextembed.segments import Segment, SegmentWriter, sync_folder, write_segment
+from contextembed.stores.base import DocumentVectors
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT_VERSION = 3
-READABLE_VERSIONS = (2, 3)
-FILES = ("embeddings.npy", "chunks.jsonl", "index.json")
-RECORD_FIELDS = {"doc": int, "path": str, "chunk": int, "start": int, "end": int, "text": str}
+INDEX_FORMAT_VERSION = 4
+MANIFEST = "manifest.json"
+SEGMENTS = "segments"
+MERGE_FACTOR = 10  # segments of one size tier merged into one
+INFO_FIELDS = ("model", "output_dim", "precision", "chunker")
+
+_THREADS = threading.Lock()  # flock does not order the threads of one process where fcntl is missing
+_HELD = threading.local()  # the folders whose lock this thread holds (a re-read inside a write takes it once)
 
 
 @dataclass
-class Index:
-    embeddings: np.ndarray  # (N, D) floats, or (N, D or D/8) codes of `meta["precision"]`
-    chunks: list[dict]  # one record per row (RECORD_FIELDS)
-    meta: dict
+class Part:
+    """A segment as a manifest publishes it: which of its documents are live."""
+
+    segment: Segment
+    live: np.ndarray  # (documents,) bool
+    deleted: str | None = None  # its deletion file (None: every document live)
 
     @property
-    def documents(self) -> list[dict]:
-        """One `{"id", "content_hash", "metadata"}` per document index (format 2: no hash, no metadata)."""
-        return _document_entries(self.meta.get("documents"), self.chunks)
+    def live_chunks(self) -> int:
+        return int(np.diff(self.segment.starts)[self.live].sum())
+
+    def entry(self) -> dict:
+        return {"name": self.segment.name, "documents": len(self.segment), "chunks": len(self.segment.chunks),
+                "deleted": self.deleted, "live_documents": int(self.live.sum()), "live_chunks": self.live_chunks}
+
+
+@dataclass
+class Snapshot:
+    """One published state of an index: what its vectors are, and its segments with their live documents."""
+
+    meta: dict  # the info fields, and `generation`
+    parts: list[Part] = field(default_factory=list)
+    legacy: bool = False  # read from a format 2 or 3 folder (rewritten as format 4 by the first write)
+
+    @property
+    def num_documents(self) -> int:
+        return sum(int(p.live.sum()) for p in self.parts)
+
+    @property
+    def num_chunks(self) -> int:
+        return sum(p.live_chunks for p in self.parts)
+
+    def locate(self, document_id: str) -> tuple[Part, int] | None:
+        """The part and position holding the live document with this id, or None."""
+        for part in self.parts:
+            d = part.segment.position(document_id)
+            if d is not None and part.live[d]:
+                return part, d
+        return None
+
+    def hashes(self) -> dict[str, str]:
+        """Every live document's id and content hash."""
+        return {part.segment.documents[d]["id"]: part.segment.documents[d].get("content_hash", "")
+                for part in self.parts for d in np.flatnonzero(part.live)}
+
+
+class IndexFolder:
+    """The folder at `path` as a sequence of snapshots; `None`: an index kept in memory (nothing written)."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = None if path is None else Path(path)
+        self._memory: Snapshot | None = None
+
+    # --- reading ----------------------------------------------------------------------------------------------
+    def stamp(self):
+        """What changes whenever a write publishes: the manifest's inode and modification time."""
+        if self.path is None:
+            return None
+        for name in (MANIFEST, "index.json"):
+            try:
+                stat = os.stat(self.path / name)
+            except OSError:
+                continue
+            return (name, stat.st_ino, stat.st_mtime_ns)
+        return ("missing",)
+
+    def read(self) -> Snapshot | None:
+        """The index as published now (None: no index there), its segments opened; under the lock."""
+        if self.path is None:
+            return self._memory
+        with self.locked():
+            return self._read_unlocked()
+
+    def _read_unlocked(self) -> Snapshot | None:
+        if not self.path.is_dir():
+            return None
+        if not (self.path / MANIFEST).is_file():
+            restore_interrupted(self.path)
+            if not is_legacy_index(self.path):
+                return None
+            segment, meta = read_legacy_index(self.path)
+            return Snapshot({**meta, "generation": 0}, [Part(segment, np.ones(len(segment), bool))] if len(segment)
+                            else [], legacy=True)
+        manifest = read_manifest(self.path / MANIFEST)
+        parts = []
+        for entry in manifest["segments"]:
+            folder = self.path / SEGMENTS / entry["name"]
+            segment = Segment.open(folder)
+            live = np.ones(len(segment), bool)
+            if entry.get("deleted"):
+                dead = np.unpackbits(np.load(folder / entry["deleted"], allow_pickle=False), count=len(segment))
+                live = ~dead.astype(bool)
+            if len(segment) != entry["documents"]:
+                raise ValueError(f"{str(self.path / MANIFEST)!r} lists {entry['documents']} documents in segment "
+                                 f"{entry['name']!r}, which holds {len(segment)}")
+            parts.append(Part(segment, live, entry.get("deleted")))
+        return Snapshot({k: manifest[k] for k in (*INFO_FIELDS, "generation")}, parts)
+
+    # --- writing ----------------------------------------------------------------------------------------------
+    def create(self, info: dict) -> Snapshot:
+        """Publish an empty index of vectors described by `info` (the `StoreInfo` fields)."""
+        with self.locked():
+            return self._publish(Snapshot({**info, "generation": 0}))
+
+    def commit(self, current: Snapshot | None, info: dict, documents: list[DocumentVectors], delete: set[str],
+               *, drop_all: bool = False, merge: bool = True) -> Snapshot:
+        """Publish `documents` (each replacing any live document of its id) and the deletion of `delete`, as one
+        commit over `current` (the snapshot read under the caller's lock); `drop_all` starts from an empty index
+        (an overwrite). Then merge segments as `merge_plan` says (with `merge`)."""
+        current = Snapshot({**info, "generation": 0}) if current is None or drop_all else self._upgraded(current)
+        generation = current.meta["generation"] + 1
+        gone = delete | {d.id for d in documents}
+        parts, marked = [], []
+        for part in current.parts:
+            dead = [d for d in map(part.segment.position, gone) if d is not None and part.live[d]]
+            if dead:
+                live = part.live.copy()
+                live[dead] = False
+                part = Part(part.segment, live, f"deleted-{generation:06d}.npy")
+                marked.append(part)
+            if part.live.any():  # a segment left with no live document is dropped whole
+                parts.append(part)
+        if documents:
+            parts.append(Part(self._new_segment(documents, info), np.ones(len(documents), bool)))
+        published = self._publish(Snapshot({**info, "generation": generation}, parts), marked)
+        if merge:
+            plan = merge_plan([(p.live_chunks, len(p.segment.chunks)) for p in published.parts])
+            return self.merge(published, plan) if plan else published
+        return published
+
+    def merge(self, current: Snapshot, plan: list[int] | None = None) -> Snapshot:
+        """Merge the parts `plan` names (default: all, which `contextembed compact` does) into one segment of their
+        live documents, streamed, and publish it in their place."""
+        current = self._upgraded(current)
+        plan = list(range(len(current.parts))) if plan is None else plan
+        if not plan or (len(plan) == 1 and current.parts[plan[0]].live.all()):
+            return current
+        merged = [current.parts[i] for i in plan]
+        segment = self._merged_segment(merged, current.meta)
+        parts = [p for i, p in enumerate(current.parts) if i not in set(plan)]
+        if len(segment):
+            parts.insert(min(plan), Part(segment, np.ones(len(segment), bool)))
+        logger.info("merged %d segments (%d live documents) into one", len(merged), len(segment))
+        return self._publish(Snapshot({**current.meta, "generation": current.meta["generation"] + 1}, parts))
+
+    def _upgraded(self, current: Snapshot) -> Snapshot:
+        """A format 2 or 3 index written as a format 4 segment (not yet published: the caller's commit does)."""
+        if not current.legacy or self.path is None:
+            return current
+        segment = self._merged_segment(current.parts, current.meta)
+        parts = [Part(segment, np.ones(len(segment), bool))] if len(segment) else []
+        logger.info("upgrading the index at %s to format %d", self.path, INDEX_FORMAT_VERSION)
+        return Snapshot(current.meta, parts)
+
+    def _new_segment(self, documents: list[DocumentVectors], info: dict) -> Segment:
+        width, dtype = vector_layout(info)
+        name = _segment_name()
+        if self.path is None:
+            return Segment.from_documents(documents, width, dtype, name=name)
+        write_segment(self.path / SEGMENTS / name, documents, width, dtype)
+        return Segment.open(self.path / SEGMENTS / name)
+
+    def _merged_segment(self, parts: list[Part], info: dict) -> Segment:
+        """One segment of the live documents of `parts`, in order of id: runs of consecutive documents of one part
+        are copied as blocks of rows."""
+        width, dtype = vector_layout(info)
+        order = heapq.merge(*[[(part.segment.documents[d]["id"], i, int(d)) for d in np.flatnonzero(part.live)]
+                              for i, part in enumerate(parts)])
+        name = _segment_name()
+        if self.path is None:
+            return Segment.from_documents([parts[i].segment.document(d) for _, i, d in order], width, dtype, name)
+        writer = SegmentWriter(self.path / SEGMENTS / name, width, dtype)
+        run = None  # (part, first, stop): consecutive live documents of one part
+        for _, i, d in order:
+            if run and run[0] == i and run[2] == d:
+                run = (i, run[1], d + 1)
+                continue
+            if run:
+                writer.add_documents(parts[run[0]].segment, run[1], run[2])
+            run = (i, d, d + 1)
+        if run:
+            writer.add_documents(parts[run[0]].segment, run[1], run[2])
+        writer.close()
+        return Segment.open(self.path / SEGMENTS / name)
+
+    def _publish(self, snapshot: Snapshot, marked: list[Part] = ()) -> Snapshot:
+        """Make `snapshot` the index: the deletion files of the `marked` parts, then the manifest; then remove what
+        the manifest no longer names."""
+        if self.path is None:
+            self._memory = snapshot
+            return snapshot
+        for part in marked:
+            if any(p is part for p in snapshot.parts):
+                with open(self.path / SEGMENTS / part.segment.name / part.deleted, "wb") as f:
+                    np.save(f, np.packbits(~part.live), allow_pickle=False)
+                    f.flush()
+                    os.fsync(f.fileno())
+        manifest = {"format_version": INDEX_FORMAT_VERSION, **{k: snapshot.meta[k] for k in INFO_FIELDS},
+                    "generation": snapshot.meta["generation"], "num_documents": snapshot.num_documents,
+                    "num_chunks": snapshot.num_chunks, "segments": [p.entry() for p in snapshot.parts]}
+        self.path.mkdir(parents=True, exist_ok=True)
+        staged = self.path / f".{MANIFEST}.{uuid.uuid4().hex[:8]}"
+        with open(staged, "w", encoding="utf-8") as f:
+            f.write(json.dumps(manifest, indent=1) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(staged, self.path / MANIFEST)  # the commit
+        sync_folder(self.path)
+        self._collect_garbage(snapshot)
+        return snapshot
+
+    def _collect_garbage(self, snapshot: Snapshot) -> None:
+        """Remove segments, deletion files and staged manifests that the published manifest does not name (what
+        merges replaced, and what writers that died left behind), and the files of an upgraded format 2 or 3."""
+        named = {p.segment.name: p.deleted for p in snapshot.parts}
+        folder = self.path / SEGMENTS
+        for segment in folder.iterdir() if folder.is_dir() else []:
+            if segment.name not in named:
+                shutil.rmtree(segment, ignore_errors=True)
+                continue
+            for deleted in segment.glob("deleted-*.npy"):
+                if deleted.name != named[segment.name]:
+                    deleted.unlink(missing_ok=True)
+        for staged in self.path.glob(f".{MANIFEST}.*"):
+            staged.unlink(missing_ok=True)
+        for name in LEGACY_FILES:
+            (self.path / name).unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Writers of one index take turns, and readers open a manifest's files, under a lock on the index folder
+        (across processes where `fcntl` exists; the threads of one process otherwise)."""
+        held = _HELD.__dict__.setdefault("folders", set())  # this thread's locks: a writer re-reads under its own
+        key = None if self.path is None else os.path.abspath(self.path)
+        if key is None or key in held:
+            yield
+            return
+        held.add(key)
+        try:
+            try:
+                import fcntl
+            except ImportError:  # pragma: no cover - Windows: the threads of one process
+                with _THREADS:
+                    yield
+                return
+            self.path.mkdir(parents=True, exist_ok=True)
+            folder = os.open(self.path, os.O_RDONLY)
+            try:
+                fcntl.flock(folder, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(folder)  # releases the lock
+        finally:
+            held.discard(key)
+
+
+def merge_plan(sizes: list[tuple[int, int]]) -> list[int]:
+    """Which parts to merge now, from each one's (live chunks, all chunks); none: an empty list. `MERGE_FACTOR` parts
+    of one size tier (live chunks within a factor of `MERGE_FACTOR`), the smallest tier first; else a part whose
+    chunks are mostly dead, alone (rewritten without them).
+
+    >>> merge_plan([(5, 5)] * 9 + [(5000, 5000)]), merge_plan([(5, 5)] * 10 + [(5000, 5000)])
+    ([], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    >>> merge_plan([(5000, 5000), (40, 100)])
+    [1]
+    """
+    tiers: dict[int, list[int]] = {}
+    for i, (live, _) in enumerate(sizes):
+        tiers.setdefault(int(math.log(max(live, 1), MERGE_FACTOR)), []).append(i)
+    for tier in sorted(tiers):
+        if len(tiers[tier]) >= MERGE_FACTOR:
+            return tiers[tier][:MERGE_FACTOR]
+    return next(([i] for i, (live, total) in enumerate(sizes) if total - live > live), [])
+
+
+def read_manifest(file: Path) -> dict:
+    """A manifest, checked; every problem a `ValueError` naming the file."""
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read {str(file)!r} as JSON: {error}") from error
+    if not isinstance(manifest, dict) or manifest.get("format_version") != INDEX_FORMAT_VERSION:
+        found = manifest.get("format_version") if isinstance(manifest, dict) else None
+        raise ValueError(f"{str(file)!r}: format_version must be {INDEX_FORMAT_VERSION}, got {found!r} (an index "
+                         "written by a newer contextembed: upgrade the package)")
+    if manifest.get("precision") not in PRECISIONS:
+        raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {manifest.get('precision')!r}")
+    for name in ("output_dim", "generation"):
+        value = manifest.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{str(file)!r}: {name} must be a non-negative integer, got {value!r}")
+    segments = manifest.get("segments")
+    if not isinstance(segments, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("name"), str) and "/" not in s["name"] and s["name"][:1] not in
+            ("", ".") and isinstance(s.get("documents"), int) and isinstance(s.get("deleted") or "", str)
+            and "/" not in (s.get("deleted") or "") for s in segments):
+        raise ValueError(f"{str(file)!r}: segments must list objects with a name, documents and deleted")
+    return manifest
 
 
 def is_index(path: str | Path) -> bool:
-    return (Path(path) / "index.json").is_file()
+    """Whether `path` holds an index (format 4, or an older one)."""
+    return (Path(path) / MANIFEST).is_file() or is_legacy_index(path)
 
 
-def write_index(output_dir: str | Path, embeddings: np.ndarray, chunks: list[dict], meta: dict,
-                overwrite: bool = False) -> Path:
-    """Write an index atomically: into a staging folder beside `output_dir`, then renamed into place.
-
-    An existing index in `output_dir` is replaced only with `overwrite=True`; a folder that holds anything
-    else, or a file at that path, is never touched.
-    """
-    output_dir = Path(output_dir)
-    check_index_target(output_dir, overwrite)  # also finishes an earlier interrupted replace
-    if len(chunks) != len(embeddings):
-        raise ValueError(f"{len(embeddings)} vectors but {len(chunks)} chunk records")
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = output_dir.parent / f".{output_dir.name}.staging-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
-    try:
-        np.save(staging / "embeddings.npy", embeddings)
-        with open(staging / "chunks.jsonl", "w", encoding="utf-8") as f:
-            for chunk in chunks:
-                f.write(json.dumps(chunk, ensure_ascii=False) + "\n")
-        documents = [{"content_hash": d["content_hash"], "metadata": d["metadata"]}
-                     for d in _document_entries(meta.get("documents"), chunks)]
-        meta = {**meta, "format_version": INDEX_FORMAT_VERSION, "num_chunks": len(chunks), "documents": documents}
-        (staging / "index.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        if output_dir.exists():
-            # The old index moves aside before the new one moves in: at every moment one of them is whole.
-            retired = output_dir.parent / f".{output_dir.name}.replaced-{uuid.uuid4().hex[:8]}"
-            output_dir.rename(retired)
-            try:
-                staging.rename(output_dir)
-            except OSError:
-                retired.rename(output_dir)
-                raise
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            staging.rename(output_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return output_dir
-
-
-def restore_interrupted(output_dir: str | Path) -> bool:
-    """Finish what a `write_index` that died left behind at `output_dir`; returns whether an index was restored.
-
-    With no index at `output_dir` but the previous one moved aside (`.NAME.replaced-*`, complete), that index moves
-    back: the replacement never finished, so the path holds what it held before. Moved-aside copies left next to an
-    index that is in place (a crash after both renames) are removed.
-    """
-    output_dir = Path(output_dir)
-    parent, name = output_dir.parent, output_dir.name
-    if not parent.is_dir():
-        return False
-    retired = sorted((p for p in parent.glob(f".{name}.replaced-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
-    restored = False
-    if retired and not output_dir.exists() and is_index(retired[-1]):
-        retired.pop().rename(output_dir)
-        restored = True
-        logger.warning("restored the index at %s: a write that was replacing it stopped half way", output_dir)
-    if output_dir.exists():
-        for leftover in retired:
-            shutil.rmtree(leftover, ignore_errors=True)
-    return restored
-
-
-def check_index_target(output_dir: str | Path, overwrite: bool = False) -> None:
-    """Raise a `ValueError` unless an index may be written to `output_dir` (see `write_index`)."""
+def check_index_target(output_dir: str | Path) -> None:
+    """Raise a `ValueError` unless an index may be written to `output_dir`: a new or empty folder, or an index
+    (which an encode brings in step with its corpus, or replaces with `--overwrite`). A folder that holds anything
+    else, or a file at that path, is never touched."""
     from contextembed.checkpoint import check_output_folder
 
     restore_interrupted(output_dir)
-    check_output_folder(output_dir, is_index, "index", overwrite)
+    check_output_folder(output_dir, is_index, "index", overwrite=True)
 
 
-def read_index(path: str | Path, mmap: bool = False) -> Index:
-    """Read and check an index (with `mmap`, its vectors as a read-only memory map); every inconsistency is a
-    `ValueError` naming the file (and line)."""
-    path = Path(path)
-    restore_interrupted(path)
-    for name in FILES:
-        if not (path / name).is_file():
-            raise ValueError(f"{str(path)!r} is not a complete index: {name} is missing")
-    meta = _read_meta(path / "index.json")
-    try:
-        embeddings = np.load(path / "embeddings.npy", allow_pickle=False, mmap_mode="r" if mmap else None)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"cannot read {str(path / 'embeddings.npy')!r}: {error}") from error
-    chunks = _read_records(path / "chunks.jsonl")
-    if embeddings.ndim != 2:
-        raise ValueError(f"{str(path / 'embeddings.npy')!r} must be a 2-D array, got shape {embeddings.shape}")
-    check_codes(embeddings, meta["precision"], f"the vectors in {str(path / 'embeddings.npy')!r}")
-    width = meta["output_dim"] // 8 if meta["precision"] in ("binary", "ubinary") else meta["output_dim"]
-    if embeddings.shape[1] != width:
-        raise ValueError(f"index {str(path)!r} says output_dim={meta['output_dim']} ({meta['precision']}), but its "
-                         f"vectors have {embeddings.shape[1]} columns")
-    if not len(chunks) == len(embeddings) == meta["num_chunks"]:
-        raise ValueError(f"index {str(path)!r} has {len(embeddings)} vectors but {len(chunks)} chunk records "
-                         f"(index.json says {meta['num_chunks']})")
-    docs = [record["doc"] for record in chunks]
-    if any(b < a for a, b in zip(docs, docs[1:])) or (docs and docs[0] < 0):
-        raise ValueError(f"{str(path / 'chunks.jsonl')!r}: `doc` must be non-negative and non-decreasing")
-    listed = meta.get("documents")
-    if meta["format_version"] >= 3 and (not isinstance(listed, list) or len(listed) != (docs[-1] + 1 if docs else 0)
-                                        or not all(isinstance(d, dict) and isinstance(d.get("content_hash", ""), str)
-                                                   and isinstance(d.get("metadata", {}), dict) for d in listed)):
-        raise ValueError(f"{str(path / 'index.json')!r}: `documents` must list one object (`content_hash`, "
-                         f"`metadata`) per document ({docs[-1] + 1 if docs else 0})")
-    ids = [d["id"] for d in _document_entries(listed, chunks)]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{str(path / 'index.json')!r}: document ids repeat (e.g. "
-                         f"{next(i for i in ids if ids.count(i) > 1)!r})")
-    return Index(embeddings, chunks, meta)
+def vector_layout(info: dict) -> tuple[int, np.dtype]:
+    """The stored width and dtype of vectors described by `info`: packed bits are 8 dimensions a byte."""
+    from contextembed.scoring import CODE_DTYPES
+
+    packed = info["precision"] in ("binary", "ubinary")
+    return info["output_dim"] // 8 if packed else info["output_dim"], np.dtype(CODE_DTYPES.get(info["precision"],
+                                                                                              np.float32))
 
 
 def document_text(records: list[dict]) -> str:
@@ -185,45 +396,5 @@ def document_text(records: list[dict]) -> str:
     return "".join(characters)
 
 
-def _read_meta(file: Path) -> dict:
-    try:
-        meta = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"cannot read {str(file)!r} as JSON: {error}") from error
-    if not isinstance(meta, dict):
-        raise ValueError(f"{str(file)!r} must hold a JSON object")
-    if meta.get("format_version") not in READABLE_VERSIONS:
-        raise ValueError(f"{str(file)!r}: format_version must be {' or '.join(map(str, READABLE_VERSIONS))}, got "
-                         f"{meta.get('format_version')!r} (re-encode the corpus with this version: contextembed "
-                         "encode CORPUS INDEX --overwrite)")
-    if meta.get("precision") not in PRECISIONS:
-        raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {meta.get('precision')!r}")
-    for name in ("output_dim", "num_chunks"):
-        value = meta.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{str(file)!r}: {name} must be a non-negative integer, got {value!r}")
-    return meta
-
-
-def _read_records(file: Path) -> list[dict]:
-    records = []
-    for number, record in read_records(file):
-        where = f"{file}:{number}"
-        for name, kind in RECORD_FIELDS.items():
-            field(record, name, kind, where)
-        if not 0 <= record["start"] <= record["end"] or record["end"] - record["start"] != len(record["text"]):
-            raise ValueError(f"{where}: start/end ({record['start']}, {record['end']}) do not span the "
-                             f"{len(record['text'])} characters of its text")
-        records.append(record)
-    return records
-
-
-def _document_entries(listed, chunks: list[dict]) -> list[dict]:
-    """`{"id", "content_hash", "metadata"}` per document index: the id is the `path` of the document's records; hash
-    and metadata as listed (format 3), none for format 2 (which listed paths)."""
-    ids = {}
-    for record in chunks:
-        ids.setdefault(record["doc"], record["path"])
-    listed = listed if listed and isinstance(listed[0], dict) else [{}] * (max(ids, default=-1) + 1)
-    return [{"id": ids.get(d, str(d)), "content_hash": entry.get("content_hash", ""),
-             "metadata": entry.get("metadata", {})} for d, entry in enumerate(listed)]
+def _segment_name() -> str:
+    return f"seg-{uuid.uuid4().hex[:12]}"

@@ -18,7 +18,7 @@ LEASES = Path(__file__).parent / "data" / "leases"
 
 def main() -> None:
     model = contextembed.load()
-    _, documents = read_corpus(LEASES)
+    documents = list(read_corpus(LEASES))
     results = model.encode_documents([d.text for d in documents], chunker="sentences")
     vectors = np.concatenate([r.embeddings for r in results])
     doc_ids = np.repeat(np.arange(len(results)), [len(r.chunks) for r in results])
@@ -30,7 +30,7 @@ def main() -> None:
                                         top_k_documents=3, top_k_chunks=5, precision="int8")
     print(f"{vectors.nbytes // 1024} KiB float32 -> {codes.nbytes // 1024} KiB int8")
     for name, result in (("float32", as_float), ("int8", as_int8)):
-        docs = [documents[d].path for d in result.doc_ids[0]]
+        docs = [documents[d].id for d in result.doc_ids[0]]
         print(f"{name:8s} top documents: {docs}  top chunks: {result.chunk_rows[0].tolist()}")
 
 

@@ -39,12 +39,12 @@ def hits(model, documents) -> int:
             query = model.encode_queries([question.format(address)])[0]
             scores = [float(query @ v) for v in copies]
             best = max(range(len(scores)), key=scores.__getitem__)
-            count += documents[best].path == f"lease-{slug}.txt"
+            count += documents[best].id == f"lease-{slug}.txt"
     return count
 
 
 def main() -> None:
-    _, documents = read_corpus(LEASES)
+    documents = list(read_corpus(LEASES))
     total = len(QUESTIONS) * len(ADDRESSES)
     print(f"chunks encoded alone: six identical copies, a six-way tie ({total / 6:.0f}/{total} expected by chance)")
     for name, label in ((None, "default model"), (BASELINE_MODEL_NAME, "untrained baseline")):

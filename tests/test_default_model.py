@@ -124,11 +124,11 @@ def test_every_chunk_gets_one_vector_at_any_length(default_encoder, total_tokens
 
 
 def test_late_chunking_finds_the_right_lease_clause(default_encoder):
-    _, documents = read_corpus(LEASES)
+    documents = list(read_corpus(LEASES))
     results = default_encoder.encode_documents([d.text for d in documents], chunker="sentences")
     query = default_encoder.encode_queries([README_QUERY])[0]
     clause = "The Tenant pays for electricity, heating, internet and any other service the Tenant chooses."
-    late = {d.path: float(query @ r.embeddings[[c.text for c in r.chunks].index(clause)])
+    late = {d.id: float(query @ r.embeddings[[c.text for c in r.chunks].index(clause)])
             for d, r in zip(documents, results)}
     assert max(late, key=late.get) == "lease-ocean-drive.txt"
     alone = default_encoder.encode_documents([[clause]] * len(documents))

@@ -34,7 +34,7 @@ WITHOUT_DOCTESTS = {
     # the server's routes and worker thread: tested over HTTP on a real process in tests/serve
     "contextembed.serve.app", "contextembed.serve.batcher", "contextembed.serve.ray_serve",
     # the stores' database glue: tested against the real databases in tests/stores
-    "contextembed.stores.index", "contextembed.stores.lancedb", "contextembed.stores.qdrant",
+    "contextembed.stores.index", "contextembed.index_legacy", "contextembed.stores.lancedb", "contextembed.stores.qdrant",
     "contextembed.stores.postgres",
     # framework adapters: glue around the doctested grouping rule, tested in each real framework
     "contextembed.integrations.haystack", "contextembed.integrations.langchain",

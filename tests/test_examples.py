@@ -66,10 +66,10 @@ def test_int8_search(default_model_cache, capsys):
     float_docs = ast.literal_eval(lines[1].split("top documents: ")[1].split("  top chunks")[0])
     int8_docs = ast.literal_eval(lines[2].split("top documents: ")[1].split("  top chunks")[0])
     model = contextembed.load()
-    _, documents = read_corpus(EXAMPLES / "data" / "leases")
+    documents = list(read_corpus(EXAMPLES / "data" / "leases"))
     results = model.encode_documents([d.text for d in documents], chunker="sentences")
     query = model.encode_queries(["What is the late fee for the apartment at 3 Mill Lane?"])[0]
-    score = {d.path: float((r.embeddings @ query).max()) for d, r in zip(documents, results)}
+    score = {d.id: float((r.embeddings @ query).max()) for d, r in zip(documents, results)}
     assert int8_docs[0] == float_docs[0] == "lease-mill-lane.txt"
     for rank, (a, b) in enumerate(zip(float_docs, int8_docs)):
         assert a == b or abs(score[a] - score[b]) < 1e-3, f"rank {rank + 1}: {a} ({score[a]:.4f}) vs {b} ({score[b]:.4f})"

@@ -1,13 +1,21 @@
-"""`contextembed search` and `contextembed encode`: a corpus of .txt/.md files, embedded, searched or written."""
+"""`contextembed search`, `encode` and `compact`: a corpus (a folder of .txt/.md files, JSON lines or Parquet), embedded
+and searched, or written into an index or a store as a stream, resumably."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+import signal
+import sys
+import threading
 
 from contextembed.cli import options
 from contextembed.cli.choices import PRECISIONS
+
+COMMIT_TOKENS = 262_144  # contextembed.stores.sync.COMMIT_TOKENS
+CORPUS_HELP = ("the corpus: a .txt/.md file or a folder of them, a JSON-lines file (.jsonl, .jsonl.gz: one document a "
+               "line, 'id' or '_id' and 'text', or its chunks as 'chunks' or 'sentences'; optional 'title' and "
+               "'metadata'), or Parquet (a file or a folder of them, the same columns)")
 
 
 def add_commands(commands) -> None:
@@ -15,8 +23,8 @@ def add_commands(commands) -> None:
                                  description="Embed every chunk of every document with its whole document in "
                                              "view, then rank documents by their best chunk for the query. The "
                                              "default model is English only.")
-    search.add_argument("path", help="a .txt/.md file, a folder of them, an index written by 'encode', or a store "
-                                     "URI (lancedb://, qdrant://, pgserver://, postgresql://)")
+    search.add_argument("path", help="an index written by 'encode', a store URI (lancedb://, qdrant://, pgserver://, "
+                                     "postgresql://), or a corpus, embedded in memory first: " + CORPUS_HELP)
     search.add_argument("query", help="the question to search for")
     options.add_model_options(search)
     options.add_chunk_options(search)
@@ -40,53 +48,122 @@ def add_commands(commands) -> None:
                              "pipeline), to see what context changes")
     search.set_defaults(func=search_command)
 
-    encode = commands.add_parser("encode", help="write a corpus's chunk vectors and metadata to a folder",
-                                 description="Writes embeddings.npy (one row per chunk), chunks.jsonl (document, "
-                                             "chunk index, character offsets, text) and index.json (metadata): a "
-                                             "self-contained index that 'search' reads without the source files.")
-    encode.add_argument("path", help="a .txt/.md file or a folder of them")
-    encode.add_argument("output_dir", help="folder to write the index to (new or empty; or an index, with --overwrite), "
-                                           "or a store URI (lancedb:///PATH, qdrant:///PATH, qdrant://HOST:PORT, "
-                                           "pgserver:///PATH, postgresql://...): written incrementally, only the "
-                                           "documents that changed")
+    encode = commands.add_parser("encode", help="embed a corpus into an index folder or a store, committing as it goes",
+                                 description="Reads the corpus as a stream and writes each chunk's vector, text and "
+                                             "offsets into a self-contained index that 'search' reads without the "
+                                             "source files (or into a store). Commits every batch: Ctrl-C or SIGTERM "
+                                             "stops after the batch in flight, and the same command resumes, "
+                                             "embedding only the documents not yet committed. Run again on a changed "
+                                             "corpus, it embeds only what changed and deletes what is gone.")
+    encode.add_argument("path", help=CORPUS_HELP)
+    encode.add_argument("output_dir", help="index folder to write (new or empty, or an index to bring in step with the "
+                                           "corpus), or a store URI (lancedb:///PATH, qdrant:///PATH, "
+                                           "qdrant://HOST:PORT, pgserver:///PATH, postgresql://...)")
     options.add_model_options(encode)
     options.add_chunk_options(encode)
     encode.add_argument("--precision", choices=PRECISIONS, default="float32", help="vector precision to store")
-    encode.add_argument("--overwrite", action="store_true", help="replace an index already in OUTPUT_DIR")
+    encode.add_argument("--overwrite", action="store_true",
+                        help="re-embed every document and replace the index in OUTPUT_DIR (another model, chunker or "
+                             "precision); an interrupted overwrite resumes without --overwrite")
+    encode.add_argument("--commit-every", type=options.positive_int, metavar="N",
+                        help="documents per commit (default: 1000 for an index folder, 64 for a database)")
+    encode.add_argument("--commit-tokens", type=options.positive_int, default=COMMIT_TOKENS, metavar="T",
+                        help=f"tokens per commit, at most (default {COMMIT_TOKENS:,}): with the documents, what bounds "
+                             "the memory an encode holds")
+    encode.add_argument("--ray", action="store_true",
+                        help="embed on Ray Data: the corpus read by Ray's own readers, one actor per GPU (--device "
+                             "cuda) or --ray-actors CPU actors, written into OUTPUT_DIR as here, resumable the same "
+                             "way; needs pip install 'contextembed[ray]'")
     encode.add_argument("--ray-actors", type=options.positive_int, metavar="N",
-                        help="embed on Ray Data with N actors and write Parquet (one row per chunk: doc_id, "
-                             "chunk_index, start, end, text, embedding) instead of an index; needs "
-                             "pip install 'contextembed[ray]'")
-    encode.add_argument("--ray-address", help="Ray cluster to join (default: start a local Ray)")
+                        help="with --ray: the number of actors (default: the GPUs with --device cuda, else 2)")
+    encode.add_argument("--ray-address", help="with --ray: the Ray cluster to join (default: start a local Ray)")
     encode.set_defaults(func=encode_command)
+
+    compact = commands.add_parser("compact", help="merge an index's segments into one, dropping deleted documents",
+                                  description="An index grows by segments (one a commit) and records deletions beside "
+                                              "them; merges happen as they accumulate. This rewrites them all into "
+                                              "one segment now, so search scans one and the disk holds no dead "
+                                              "chunks.")
+    compact.add_argument("index", help="an index folder (or file:// URI) written by 'encode'")
+    compact.set_defaults(func=compact_command)
 
 
 def encode_command(args: argparse.Namespace) -> int:
     from contextembed.corpus import read_corpus
-    from contextembed.index import check_index_target
+    from contextembed.pipeline import CorpusEncoder
     from contextembed.stores import StoreInfo, is_store_uri, open_store
     from contextembed.stores.sync import sync_corpus
 
-    if args.ray_actors is not None or args.ray_address is not None:
+    if args.ray or args.ray_actors is not None or args.ray_address is not None:
         return _encode_on_ray(args)
-    folder = not is_store_uri(args.output_dir)  # a folder index; a URI (file:// included) is updated in place
-    if args.overwrite and not folder:
+    if args.overwrite and is_store_uri(args.output_dir) and not args.output_dir.startswith("file://"):
         raise ValueError("--overwrite replaces an index folder; a store is updated in place (only changed documents "
                          "are written): leave it out")
     chunker = options.chunker(args)
-    if folder:
-        check_index_target(args.output_dir, args.overwrite)  # before the embedding, not after
-    _, documents = read_corpus(args.path)
-    with open_store(args.output_dir, overwrite=args.overwrite) as store:
+    corpus = read_corpus(args.path)
+    with open_store(args.output_dir, overwrite=args.overwrite) as store:  # refuses a folder of other things
         model = options.load_model(args)
         info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, args.precision, str(chunker))
         store.ensure(info)  # a store of other vectors is refused before anything is embedded
-        encode = lambda texts: model.encode_documents(  # noqa: E731
-            texts, chunker=chunker, batch_size=args.batch_size, output_dim=args.output_dim, precision=args.precision,
-            show_progress_bar=options.progress(args))
-        report = sync_corpus(store, documents, info, encode)
+        encoder = CorpusEncoder(model, chunker=chunker, output_dim=args.output_dim, precision=args.precision,
+                                batch_size=args.batch_size)
+        show = options.progress(args) is not False
+        with interruptible() as stop:
+            report = sync_corpus(store, corpus, info, encoder, commit_documents=args.commit_every,
+                                 commit_tokens=args.commit_tokens, total=corpus.count() if show else None,
+                                 progress=show, stop=stop)
+        if report.interrupted:
+            rerun = " (without --overwrite)" if args.overwrite else ""
+            print(f"contextembed encode: interrupted: {report.committed} documents embedded and committed by this run, "
+                  f"{store.count_documents()} in {store.uri} in all; run the same command{rerun} to resume",
+                  file=sys.stderr)
+            return 128 + stop.signal
         print(f"{store.uri}: {report}")
     return 0
+
+
+def compact_command(args: argparse.Namespace) -> int:
+    from contextembed.index import is_index
+    from contextembed.stores import is_store_uri, parse_store_uri
+    from contextembed.stores.index import IndexStore
+
+    path = parse_store_uri(args.index).location if args.index.startswith("file://") else args.index
+    if is_store_uri(args.index) and not args.index.startswith("file://"):
+        raise ValueError(f"compact rewrites an index folder; {args.index} is a database, which compacts itself")
+    if not is_index(path):
+        raise ValueError(f"{path!r} holds no index (write one with: contextembed encode CORPUS {path})")
+    with IndexStore(path) as store:
+        before = len(store.snapshot().parts)
+        after = store.compact()
+        print(f"{path}: {before} segment(s) merged into {len(after.parts)}: {after.num_documents} documents, "
+              f"{after.num_chunks} chunks")
+    return 0
+
+
+class interruptible:
+    """Within it, SIGINT (Ctrl-C) and SIGTERM set an event instead of stopping the process: the encode finishes and
+    commits the batch in flight, then stops. A second Ctrl-C stops at once (KeyboardInterrupt)."""
+
+    def __enter__(self) -> threading.Event:
+        self.event = threading.Event()
+        self.event.signal = 0
+        self.previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self.previous[number] = signal.signal(number, self._handle)
+        return self.event
+
+    def _handle(self, number, frame) -> None:
+        if self.event.is_set() and number == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.event.signal = number
+        self.event.set()
+        print(f"\ncontextembed: {signal.Signals(number).name}: stopping after the batch in flight is committed "
+              "(Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
 
 
 def search_command(args: argparse.Namespace) -> int:
@@ -116,16 +193,16 @@ def search_command(args: argparse.Namespace) -> int:
                      output_dim=info.output_dim, evidence=bool(args.evidence),
                      int8_clip_sigmas=None if codes_raw_vectors(model.config.int8_scheme) else model.config.int8_clip_sigmas)
         if args.compare:
-            index = store.snapshot()
-            show_comparison(model, query, index.embeddings, index.chunks, output_dim=args.output_dim,
-                            batch_size=args.batch_size)
+            vectors, records = store.chunks_in_order()
+            show_comparison(model, query, vectors, records, output_dim=args.output_dim, batch_size=args.batch_size)
     return 0
 
 
 def _searched_store(args: argparse.Namespace):
     """The store `args.path` names (a store URI or an index folder), or a folder of documents embedded into an index
     in memory; and the model that made (or makes) its vectors."""
-    from contextembed.index import is_index, restore_interrupted
+    from contextembed.index import is_index
+    from contextembed.index_legacy import restore_interrupted
     from contextembed.stores import StoreInfo, is_store_uri, open_store
     from contextembed.stores.index import IndexStore
     from contextembed.stores.sync import sync_corpus
@@ -141,14 +218,16 @@ def _searched_store(args: argparse.Namespace):
             raise ValueError(f"the {store.noun} holds {info.output_dim}-d vectors, got --output-dim {args.output_dim}")
         return store, options.load_model(args, args.model or (None if info.model == "default" else info.model))
     from contextembed.corpus import read_corpus
+    from contextembed.pipeline import CorpusEncoder
 
-    _, documents = read_corpus(args.path)
+    corpus = read_corpus(args.path)
     model = options.load_model(args)
     store = IndexStore(uri=args.path)
     info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, "float32", str(chunker))
-    sync_corpus(store, documents, info, lambda texts: model.encode_documents(
-        texts, chunker=chunker, batch_size=args.batch_size, output_dim=args.output_dim,
-        show_progress_bar=options.progress(args)))
+    total = corpus.count()
+    sync_corpus(store, corpus, info, CorpusEncoder(model, chunker=chunker, output_dim=args.output_dim,
+                                                   batch_size=args.batch_size),
+                total=total, progress=not args.no_progress and (total or 0) > 64)  # a bar only where it helps
     return store, model
 
 
@@ -159,41 +238,8 @@ def _header(store) -> str:
     from contextembed.display import printable
 
     if isinstance(store, IndexStore):
-        return (f"{len(store.document_hashes())} documents, {store.count_chunks()} chunks, each embedded with its "
+        return (f"{store.count_documents()} documents, {store.count_chunks()} chunks, each embedded with its "
                 "whole document in view")
     return f"{store.count_chunks()} chunks in {printable(store.uri)}, each embedded with its whole document in view"
 
 
-def _encode_on_ray(args: argparse.Namespace) -> int:
-    from contextembed.corpus import read_corpus
-
-    actors = 2 if args.ray_actors is None else args.ray_actors
-    if args.precision != "float32":
-        raise ValueError("--ray-actors writes float32 vectors to Parquet; --precision applies to indexes only")
-    out = Path(args.output_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{args.output_dir} exists and is not an empty folder: the Parquet files need a new one")
-    chunker = options.chunker(args)
-    _, documents = read_corpus(args.path)
-    try:
-        import ray
-    except ImportError as error:
-        raise ImportError("--ray-actors needs Ray Data: pip install 'contextembed[ray]'") from error
-
-    from contextembed.integrations.ray import embed_dataset
-
-    started = not ray.is_initialized()  # a caller's Ray session is used as it is, and left running
-    if started:
-        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
-    try:
-        dataset = ray.data.from_items([{"id": d.path, "text": d.text} for d in documents])
-        chunks = embed_dataset(dataset, args.model or "", chunker=chunker, output_dim=args.output_dim,
-                               num_actors=actors, batch_size=max(1, min(args.batch_size, len(documents) // actors)),
-                               num_gpus=1 if args.device.startswith("cuda") else 0, dtype=args.dtype)
-        chunks.write_parquet(str(out))
-        rows = ray.data.read_parquet(str(out)).count()
-    finally:
-        if started:
-            ray.shutdown()
-    print(f"wrote {rows} chunk rows of {len(documents)} documents to Parquet files in {out} ({actors} Ray actors)")
-    return 0

@@ -1,71 +1,136 @@
-"""Keep a store in step with a corpus: embed only what changed, by document id and content hash.
+"""Keep a store in step with a corpus, as a stream: embed only what changed, by document id and content hash, and
+commit as it goes.
 
-`sync_corpus` compares the corpus with what the store holds: new documents are added, changed ones (another
-content hash) replaced, documents gone from the corpus deleted, the rest kept without being embedded again.
-Documents are written in batches, each its own unit of work, so an interrupted run keeps the batches it finished and
-the next run picks up the rest.
+`sync_corpus` reads the corpus once, document by document: a document the store holds with the same content hash is
+kept without being embedded again, a new one is added, a changed one replaced; documents the store holds that the
+corpus no longer has are deleted once the whole corpus has been read. Documents are embedded and written in commit
+batches (bounded by documents and by tokens), each its own unit of work, while the next batch is prepared beside
+the model; the texts and vectors of a committed batch are dropped. An interrupted run (`stop` set, Ctrl-C, SIGTERM, a
+crash) keeps every batch it committed, and the same call later embeds only the rest, ending in the same store as a
+run that never stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contextembed.stores.base import DocumentVectors, StoreInfo, VectorStore, content_hash
+from contextembed.corpus import Document
+from contextembed.pipeline import CorpusEncoder, commit_batches, prefetched
+from contextembed.stores.base import DocumentVectors, StoreInfo, VectorStore
+
+COMMIT_TOKENS = 262_144  # tokens per commit by default: with 2048-d float32 vectors, about 40 MB of vectors
 
 
 @dataclass
 class SyncReport:
-    added: int
-    replaced: int
-    deleted: int
-    kept: int
-    chunks_written: int
+    """What a sync did.
+
+    >>> print(SyncReport(added=2, kept=5, chunks_written=40))
+    added 2, replaced 0, deleted 0, kept 5 documents (40 chunk vectors written)
+    """
+
+    added: int = 0
+    replaced: int = 0
+    deleted: int = 0
+    kept: int = 0
+    chunks_written: int = 0
+    tokens: int = 0  # tokens embedded
+    interrupted: bool = False  # stopped before the corpus was read to its end (nothing deleted then)
+
+    @property
+    def committed(self) -> int:
+        """Documents embedded and committed by this run."""
+        return self.added + self.replaced
 
     def __str__(self) -> str:
         return (f"added {self.added}, replaced {self.replaced}, deleted {self.deleted}, kept {self.kept} documents "
                 f"({self.chunks_written} chunk vectors written)")
 
 
-def plan_sync(stored: dict[str, str], corpus: dict[str, str]) -> tuple[list[str], list[str], list[str], list[str]]:
-    """(new, changed, removed, unchanged) document ids, from the stored and the corpus's content hashes.
+def sync_corpus(store: VectorStore, documents: Iterable[Document], info: StoreInfo, encoder: CorpusEncoder, *,
+                commit_documents: int | None = None, commit_tokens: int = COMMIT_TOKENS, total: int | None = None,
+                progress: bool = False, stop: threading.Event | None = None) -> SyncReport:
+    """Bring `store` in step with `documents` (`contextembed.corpus.Document`s, read as a stream).
 
-    >>> plan_sync({"a": "1", "b": "2", "c": "3"}, {"a": "1", "b": "9", "d": "4"})
-    (['d'], ['b'], ['c'], ['a'])
-    """
-    new = sorted(set(corpus) - set(stored))
-    changed = sorted(i for i in set(corpus) & set(stored) if corpus[i] != stored[i])
-    unchanged = sorted(i for i in set(corpus) & set(stored) if corpus[i] == stored[i])
-    return new, changed, sorted(set(stored) - set(corpus)), unchanged
-
-
-def sync_corpus(store: VectorStore, documents, info: StoreInfo, encode: Callable, *,
-                batch_documents: int | None = None, metadata: Callable | None = None) -> SyncReport:
-    """Bring `store` in step with `documents` (objects with `.path` and `.text`, as `read_corpus` returns).
-
-    `encode(texts)` returns one result per text with `.embeddings` (one row per chunk, in the store's precision) and
-    `.chunks`, as `encode_documents(..., chunker=...)` does; `metadata(document)` gives a document's metadata
-    (default: its path). `batch_documents`: documents per write (default: the store's `batch_documents`; a folder
-    index is written once, whole).
+    Args:
+        encoder: prepares and embeds documents (`CorpusEncoder`: the model, chunker, width and precision).
+        commit_documents / commit_tokens: most documents and tokens per commit (default documents: the store's
+            `batch_documents`).
+        total: how many documents the corpus holds, for the progress bar's ETA (None: unknown).
+        progress: show one bar over the whole corpus (documents/s, tokens/s, ETA).
+        stop: set it (from a signal handler, another thread) to stop after the batch in flight is committed; the
+            report then says `interrupted`, and nothing is deleted.
     """
     store.ensure(info)
-    by_id = {d.path: d for d in documents}
-    if len(by_id) != len(documents):
-        raise ValueError("two documents of the corpus have the same path")
-    new, changed, removed, unchanged = plan_sync(store.document_hashes(),
-                                                 {i: content_hash(d.text) for i, d in by_id.items()})
-    todo = [by_id[i] for i in sorted(new + changed)]
-    written = 0
-    batch_documents = batch_documents or store.batch_documents or max(len(todo), 1)
-    for first in range(0, len(todo), batch_documents):
-        batch = todo[first : first + batch_documents]
-        results = encode([d.text for d in batch])
-        written += store.replace(
-            DocumentVectors(d.path, list(r.chunks), r.embeddings, (metadata or _path_metadata)(d), content_hash(d.text))
-            for d, r in zip(batch, results))
-    store.delete(removed)
-    return SyncReport(len(new), len(changed), len(removed), len(unchanged), written)
+    stored = store.document_hashes()
+    todo = _Changed(documents, stored)
+    report = SyncReport()
+    bar = _Progress(total, progress)
+    batches = prefetched(commit_batches(encoder.prepare, iter(todo), commit_documents or store.batch_documents or 1000,
+                                        commit_tokens))
+    try:
+        for batch in batches:
+            vectors = encoder.embed(batch)
+            report.chunks_written += store.replace(
+                DocumentVectors(p.document.id, p.chunks, v, p.document.metadata, p.document.content_hash)
+                for p, v in zip(batch, vectors))
+            report.added += sum(p.document.id not in stored for p in batch)
+            report.replaced += sum(p.document.id in stored for p in batch)
+            report.tokens += sum(p.tokens for p in batch)
+            bar.advance(todo.kept + report.committed, report.tokens)
+            if stop is not None and stop.is_set():
+                report.kept, report.interrupted = todo.kept, True
+                return report
+        report.kept = todo.kept
+        bar.advance(todo.kept + report.committed, report.tokens)
+    finally:
+        batches.close()
+        bar.close()
+    gone = [i for i in stored if i not in todo.seen]
+    store.delete(gone)
+    report.deleted = len(gone)
+    return report
 
 
-def _path_metadata(document) -> dict:
-    return {"path": document.path}
+class _Changed:
+    """The documents of a stream that the store does not hold as they are; counts those it keeps, and remembers every
+    id read (what is left over in the store at the end was deleted from the corpus)."""
+
+    def __init__(self, documents: Iterable[Document], stored: dict[str, str]):
+        self.documents, self.stored = documents, stored
+        self.seen: set[str] = set()
+        self.kept = 0
+
+    def __iter__(self):
+        for document in self.documents:
+            if document.id in self.seen:
+                raise ValueError(f"two documents of the corpus have the id {document.id!r}")
+            self.seen.add(document.id)
+            if self.stored.get(document.id) == document.content_hash:
+                self.kept += 1
+                continue
+            yield document
+
+
+class _Progress:
+    """One bar over the whole corpus: documents done (kept or committed), documents/s, tokens/s and the ETA."""
+
+    def __init__(self, total: int | None, show: bool):
+        self.bar, self.start = None, time.monotonic()
+        if show:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="Encoding", unit="doc", smoothing=0.1)
+
+    def advance(self, done: int, tokens: int) -> None:
+        if self.bar is not None:
+            self.bar.update(done - self.bar.n)
+            self.bar.set_postfix_str(f"{tokens / max(time.monotonic() - self.start, 1e-9):,.0f} tokens/s",
+                                     refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -309,7 +309,7 @@ def _check_former_chunker_name(store):
 
 
 def test_readers_of_the_own_index_never_see_half_a_write(tmp_path):
-    """Readers search while writers replace the folder: each read sees the index before or after a write, whole."""
+    """Readers search while writers commit: each read sees the index before or after a write, whole."""
     uri = f"file://{tmp_path / 'index'}"
     with open_store(uri) as first:
         first.ensure(StoreInfo("test", DIM))
@@ -329,8 +329,9 @@ def test_readers_of_the_own_index_never_see_half_a_write(tmp_path):
             with open_store(uri) as store:
                 while not done.is_set():
                     store.search_documents(np.ones(DIM, np.float32), k=100)  # must not fail, nor read a mix
-                    snapshot = store.snapshot()
-                    assert snapshot.embeddings.shape[0] == len(snapshot.chunks) == snapshot.meta["num_chunks"]
+                    snapshot = store.snapshot()  # every segment it lists whole, its documents counted once
+                    assert all(len(p.segment.vectors) == len(p.segment.chunks) for p in snapshot.parts)
+                    assert snapshot.num_documents == len(snapshot.hashes())
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
