@@ -116,6 +116,17 @@ class Segment:
             self._positions = {d["id"]: i for i, d in enumerate(self.documents)}
         return self._positions.get(document_id)
 
+    def read_vectors(self, start: int, stop: int) -> np.ndarray:
+        """Rows `start` to `stop - 1` of the vectors, read from the file rather than through the map (a merge reads
+        every row once: mapped, they would stay resident in this process's memory)."""
+        if not isinstance(self.vectors, np.memmap):
+            return np.asarray(self.vectors[start:stop])
+        row_bytes = self.vectors.dtype.itemsize * self.vectors.shape[1]
+        with open(self.vectors.filename, "rb") as f:
+            f.seek(self.vectors.offset + start * row_bytes)
+            block = np.fromfile(f, dtype=self.vectors.dtype, count=(stop - start) * self.vectors.shape[1])
+        return block.reshape(stop - start, self.vectors.shape[1])
+
     def rows(self, d: int) -> range:
         return range(int(self.starts[d]), int(self.starts[d + 1]))
 
@@ -174,7 +185,7 @@ class SegmentWriter:
             text_stop = int(records["text_end"][-1])
             records["doc"] += self._count - first
             records["text_end"] += self._bytes - text_start
-            self._vectors.append(np.asarray(segment.vectors[rows]))
+            self._vectors.append(segment.read_vectors(rows.start, rows.stop))
             self._chunks.append(records)
             self._texts.write(bytes(segment.texts[text_start:text_stop]))
             self._bytes += text_stop - text_start
