@@ -8,3 +8,4 @@ PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")  # contextembed.q
 EXPORT_FORMATS = ("onnx", "openvino")  # contextembed.backends.export.EXPORT_FORMATS
 QUANTIZATIONS = ("int8",)  # contextembed.backends.export.QUANTIZATIONS
 DATASET_LAYOUTS = ("context-bench", "conteb", "beir")  # contextembed.evaluation.datasets.DATASET_LAYOUTS
+COMMIT_TOKENS = 262_144  # contextembed.stores.sync.COMMIT_TOKENS

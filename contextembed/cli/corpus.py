@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 import threading
 
 from contextembed.cli import options
-from contextembed.cli.choices import PRECISIONS
-
-COMMIT_TOKENS = 262_144  # contextembed.stores.sync.COMMIT_TOKENS
+from contextembed.cli.choices import COMMIT_TOKENS, PRECISIONS
 CORPUS_HELP = ("the corpus: a .txt/.md file or a folder of them, a JSON-lines file (.jsonl, .jsonl.gz: one document a "
                "line, 'id' or '_id' and 'text', or its chunks as 'chunks' or 'sentences'; optional 'title' and "
                "'metadata'), or Parquet (a file or a folder of them, the same columns)")
@@ -243,3 +242,65 @@ def _header(store) -> str:
     return f"{store.count_chunks()} chunks in {printable(store.uri)}, each embedded with its whole document in view"
 
 
+
+
+def _encode_on_ray(args: argparse.Namespace) -> int:
+    from contextembed.stores import StoreInfo, open_store
+
+    if not args.ray:
+        raise ValueError("--ray-actors and --ray-address go with --ray")
+    if args.overwrite:
+        raise ValueError("--ray writes incrementally, as a store: leave out --overwrite (or encode into a new folder)")
+    try:
+        import ray
+    except ImportError as error:
+        raise ImportError("--ray needs Ray Data: pip install 'contextembed[ray]'") from error
+    from contextembed.integrations.ray import sync_on_ray
+
+    gpu = args.device.startswith("cuda")
+    chunker = options.chunker(args)
+    started = not ray.is_initialized()  # a caller's Ray session is used as it is, and left running
+    if started:
+        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    # The command owns the process: its own progress bar, not Ray Data's logs of every operator's progress.
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    try:
+        actors = args.ray_actors or (int(ray.cluster_resources().get("GPU", 0)) if gpu else 2)
+        if actors < 1:
+            raise ValueError("--device cuda on a Ray cluster without GPUs: pass --ray-actors N for CPU actors")
+        with open_store(args.output_dir) as store:
+            info = StoreInfo(args.model or "default", args.output_dim or _full_width(args), args.precision,
+                             str(chunker))
+            with interruptible() as stop:
+                report = sync_on_ray(args.path, store, info, model=args.model or "", chunker=chunker,
+                                     output_dim=args.output_dim, num_actors=actors, num_gpus=1 if gpu else 0,
+                                     dtype=args.dtype, commit_documents=args.commit_every,
+                                     commit_tokens=args.commit_tokens, stop=stop,
+                                     progress=options.progress(args) is not False)
+            if report.interrupted:
+                print(f"contextembed encode: interrupted: {report.committed} documents embedded and committed by "
+                      f"this run, {store.count_documents()} in {store.uri} in all; run the same command to resume",
+                      file=sys.stderr)
+                return 128 + stop.signal
+            print(f"{store.uri}: {report} ({actors} Ray actors)")
+    finally:
+        if started:
+            ray.shutdown()
+    return 0
+
+
+def _full_width(args: argparse.Namespace) -> int:
+    """The width of the model's vectors, read from its config where it has one (the actors load the weights)."""
+    import contextembed
+    from contextembed.convert import is_pplx_checkpoint
+    from contextembed.default_model import DEFAULT_MODEL_NAME, named_model_path
+    from contextembed.hub import resolve_checkpoint
+    from contextembed.modeling import ContextEmbedConfig
+
+    name = args.model or DEFAULT_MODEL_NAME
+    path = named_model_path(name) or resolve_checkpoint(name)
+    if is_pplx_checkpoint(path):  # converted on load: its width is the conversion's
+        return contextembed.load(str(path)).output_dim
+    config = ContextEmbedConfig.from_pretrained(path)
+    return config.output_dim or config.embedding_dim

@@ -112,6 +112,10 @@ class VectorStore(ABC):
     def count_chunks(self, document: str | None = None) -> int:
         """Chunks stored (of one document, or in all)."""
 
+    def count_documents(self) -> int:
+        """Documents stored."""
+        return len(self.document_hashes())
+
     def close(self) -> None:
         """Release connections and locks; a closed store is not used again."""
 

@@ -68,7 +68,7 @@ def sync_corpus(store: VectorStore, documents: Iterable[Document], info: StoreIn
     stored = store.document_hashes()
     todo = _Changed(documents, stored)
     report = SyncReport()
-    bar = _Progress(total, progress)
+    bar = Progress(total, progress)
     batches = prefetched(commit_batches(encoder.prepare, iter(todo), commit_documents or store.batch_documents or 1000,
                                         commit_tokens))
     try:
@@ -115,7 +115,7 @@ class _Changed:
             yield document
 
 
-class _Progress:
+class Progress:
     """One bar over the whole corpus: documents done (kept or committed), documents/s, tokens/s and the ETA."""
 
     def __init__(self, total: int | None, show: bool):

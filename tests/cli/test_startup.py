@@ -37,7 +37,9 @@ def test_the_choices_are_the_librarys():
     from contextembed.encoder import DTYPES
     from contextembed.evaluation.datasets import DATASET_LAYOUTS
     from contextembed.quantization import PRECISIONS
+    from contextembed.stores.sync import COMMIT_TOKENS
 
+    assert choices.COMMIT_TOKENS == COMMIT_TOKENS
     assert (choices.BACKENDS, choices.CHUNKERS, choices.DTYPES, choices.PRECISIONS, choices.EXPORT_FORMATS,
             choices.QUANTIZATIONS, choices.DATASET_LAYOUTS) == (
         tuple(BACKENDS), tuple(CHUNKERS), tuple(DTYPES), tuple(PRECISIONS), tuple(EXPORT_FORMATS),

@@ -1,8 +1,9 @@
-"""Ray Data on a local Ray with 2 actors: document rows in, chunk rows out, equal to `encode_documents` and
-round-tripped through Parquet; the same through `contextembed encode --ray-actors`."""
+"""Ray Data on a local Ray with 2 actors (slow tier): document rows in, chunk rows out, equal to `encode_documents`
+and round-tripped through Parquet; `contextembed encode --ray` into the index, equal to one process and resumable."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -30,6 +31,7 @@ def local_ray(tmp_path_factory):
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_chunk_rows_equal_encode_documents_and_round_trip_parquet(built, local_ray, tmp_path):
     model = str(built["bert"][0])
     dataset = ray.data.from_items([{"id": k, "chunks": v} for k, v in DOCUMENTS.items()])
@@ -64,29 +66,53 @@ def test_raw_text_with_a_chunker_keeps_offsets(built, tmp_path):
         chunks(pa.table({"id": ["a"], "chunks": ["the rent"]}))
 
 
-def test_the_encode_command_writes_parquet_on_ray(built, local_ray, tmp_path, capsys):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name, chunks in DOCUMENTS.items():
-        (corpus / f"{name}.txt").write_text(" ".join(chunks))
-    assert main(["encode", str(corpus), str(tmp_path / "out"), "--model", str(built["bert"][0]), "--ray-actors", "2",
-                 "--no-progress"]) == 0
-    rows = ray.data.read_parquet(str(tmp_path / "out")).to_pandas()
-    encoder = contextembed.load(str(built["bert"][0]))
-    for name in DOCUMENTS:
-        mine = rows[rows.doc_id == f"{name}.txt"].sort_values("chunk_index")
-        text = (corpus / f"{name}.txt").read_text()
-        expected = encoder.encode_documents([text], chunker="sentences")[0]
-        assert mine.text.tolist() == [c.text for c in expected.chunks]
-        np.testing.assert_allclose(np.stack(mine.embedding.to_numpy()), expected.embeddings, atol=1e-5)
-    assert "wrote" in capsys.readouterr().out
-    assert main(["encode", str(corpus), str(tmp_path / "out"), "--ray-actors", "2"]) == 2  # not an empty folder
+@pytest.mark.slow
+def test_encode_on_ray_writes_what_search_reads_and_resumes(built, local_ray, tmp_path, capsys):
+    """`encode --ray` with 2 actors: Ray's own reader, the index written from the driver in commits, the vectors
+    those of one process (within float noise), and a rerun that embeds only what changed."""
+    from contextembed.stores import open_store
 
-
-def test_local_mix_reaches_every_batch(built):
     model = str(built["bert"][0])
-    table = ChunkEmbedder(model, local_mix=0.3)(pa.table({"id": list(DOCUMENTS), "chunks": list(DOCUMENTS.values())}))
-    expected = np.concatenate(contextembed.load(model).encode_documents(list(DOCUMENTS.values()), local_mix=0.3))
-    np.testing.assert_allclose(np.stack(table.column("embedding").to_pylist()), expected, atol=1e-5)
-    with pytest.raises(ValueError, match=r"local_mix must be a number in \[0, 1\], got -1"):
-        embed_dataset(None, model, local_mix=-1)  # refused before the dataset is touched or an actor starts
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": name, "text": " ".join(chunks), "metadata": {"n": len(chunks)}})
+                              + "\n" for name, chunks in DOCUMENTS.items()))
+    ray_index, local_index = tmp_path / "ray", tmp_path / "local"
+    assert main(["encode", str(corpus), str(ray_index), "--model", model, "--ray", "--ray-actors", "2",
+                 "--commit-every", "3", "--no-progress"]) == 0
+    assert f"added {len(DOCUMENTS)}, replaced 0, deleted 0, kept 0 documents" in capsys.readouterr().out
+    assert main(["encode", str(corpus), str(local_index), "--model", model, "--no-progress"]) == 0
+    with open_store(ray_index) as on_ray, open_store(local_index) as local:
+        assert on_ray.document_hashes() == local.document_hashes()
+        for a, b in zip(on_ray.fetch_documents(sorted(DOCUMENTS)), local.fetch_documents(sorted(DOCUMENTS))):
+            assert a.chunks == b.chunks and a.metadata == b.metadata
+            np.testing.assert_allclose(a.vectors, b.vectors, atol=1e-5)
+    capsys.readouterr()
+    assert main(["search", str(ray_index), "who is the tenant", "--model", model, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"]
+    corpus.write_text("".join(line + "\n" for line in corpus.read_text().splitlines()[1:]))  # doc0 is gone
+    assert main(["encode", str(corpus), str(ray_index), "--model", model, "--ray", "--ray-actors", "2",
+                 "--no-progress"]) == 0
+    assert f"added 0, replaced 0, deleted 1, kept {len(DOCUMENTS) - 1} documents" in capsys.readouterr().out
+
+
+def test_ray_rows_of_a_folder_and_of_records(built, tmp_path):
+    """The actor's side without a cluster: rows as Ray's readers give them, one row per document back."""
+    from contextembed.corpus import Document
+    from contextembed.integrations.ray import DocumentEmbedder
+
+    model = str(built["bert"][0])
+    text = "The rent is monthly. She is the tenant."
+    kept = Document("kept", "Already stored.").content_hash
+    embedder = DocumentEmbedder(model, "sentences", None, "float32", None, None, {"kept": kept}, None)
+    out = embedder(pa.table({"id": ["a", "kept", "empty"], "text": [text, "Already stored.", " "],
+                             "metadata": [{"lang": "en", "year": None}, None, None]})).to_pylist()
+    assert [(r["id"], r["status"]) for r in out] == [("kept", "kept"), ("empty", "empty"), ("a", "embedded")]
+    assert out[2]["texts"] == ["The rent is monthly.", "She is the tenant."] and json.loads(out[2]["metadata"]) == \
+        {"lang": "en"}
+    assert len(out[2]["vectors"]) == 2 * 16 * 4
+    folder = DocumentEmbedder(model, "sentences", None, "int8", None, None, {}, str(tmp_path))
+    (row,) = folder(pa.table({"bytes": [text.encode()], "path": [str(tmp_path / "sub" / "a.txt")]})).to_pylist()
+    assert row["id"] == "sub/a.txt" and json.loads(row["metadata"]) == {"path": "sub/a.txt"}
+    assert len(row["vectors"]) == 2 * 16  # int8 codes
+    with pytest.raises(ValueError, match="duplicate|must be a non-empty string"):
+        embedder(pa.table({"id": [""], "text": ["x"]}))
