@@ -1,6 +1,7 @@
 """The transformers side of contextembed: config, model and processor for late chunking.
 
-Config, model and processor (with the processor's input checks, `inputs_contextembed`) import only
+Config, model (with its windows and scheduler, `windowing_contextembed`) and processor (with its input checks,
+`inputs_contextembed`) import only
 torch, transformers and each other, so they can also be placed next to the weights of a Hub repository. They are
 installed as ``contextembed.modeling``; this module is their one public face, and the library imports nothing
 from the files behind it.
@@ -21,38 +22,27 @@ from .modeling_contextembed import (
     ContextEmbedModel,
     ContextEmbedOutput,
     ContextEmbedPreTrainedModel,
-    calls_by_length,
     check_output_dim,
     chunk_means,
     chunk_sums_and_counts,
     cut_and_normalize,
-    document_windows,
     index_slices,
     late_chunk_head,
     late_chunk_mean,
-    late_chunk_sums,
     loading_problems,
     pad_token_id,
-    plan_windows,
     window_length,
+)
+from .windowing_contextembed import (
+    WINDOWS_PER_CALL,
+    document_windows,
+    late_chunk_sums,
+    plan_windows,
+    token_budget_batches,
+    window_cost,
 )
 from .inputs_contextembed import check_count, check_text, normalize_documents
 from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task
-
-# Names that moved out of the model package, kept importable from here for one release.
-_MOVED = {"token_budget_batches": "contextembed.batching"}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"contextembed.modeling.{name} moved to {_MOVED[name]}.{name} (the encoder's batch "
-                      "scheduler); import it from there", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "DEFAULT_CHUNK_TOKEN",
@@ -70,7 +60,6 @@ __all__ = [
     "LongDocuments",
     "Precision",
     "Task",
-    "calls_by_length",
     "check_count",
     "check_output_dim",
     "check_text",
@@ -87,5 +76,8 @@ __all__ = [
     "normalize_documents",
     "pad_token_id",
     "plan_windows",
+    "token_budget_batches",
+    "window_cost",
     "window_length",
+    "WINDOWS_PER_CALL",
 ]

@@ -9,15 +9,13 @@ still exactly one vector per chunk.
 The file reads in the order a batch travels:
 
 1. **Inputs**: the token mask, each token's chunk and the chunk mask, from whichever form the batch came in.
-2. **Windows**: documents longer than the window (`config.max_seq_length`) run as overlapping windows whose
-   edges fall on chunk boundaries; each chunk is pooled from the window that gives it the most context on both
-   sides (with the document's first `window_head_tokens` carried into every later window as context), so there
-   is always exactly one vector per chunk. A chunk longer than a window is split into pieces pooled in their
-   own windows and averaged over all of its tokens.
-3. **Backbone**: any transformers model, run bidirectionally.
-4. **Pooling**: each chunk's summed token states and token count, in fp32, with shapes fixed by the number of
+2. **Pooling**: each chunk's summed token states and token count, in fp32, with shapes fixed by the number of
    chunk slots (no data-dependent shapes, so the pooling exports to ONNX).
-5. **Head**: mean, projection, activation, Matryoshka cut, normalisation, padding mask.
+3. **Head**: mean, projection, activation, Matryoshka cut, normalisation, padding mask.
+4. **The model**: any transformers backbone, run bidirectionally, once per document; a document longer than the
+   window (`config.max_seq_length`) runs in windows (`windowing_contextembed`: overlapping windows on chunk
+   boundaries, each chunk pooled from the window that gives it the most context, the calls of whole documents and
+   windows planned by one scheduler), so there is always exactly one vector per chunk.
 
 Feature names follow what sentence-transformers' built-in `Transformer` module hands over:
 `attention_mask` is the **chunk** mask (B, C), `token_attention_mask` the token mask (B, T) and
@@ -28,9 +26,7 @@ separator ids and `attention_mask` is read as the token mask.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -38,13 +34,8 @@ from transformers import AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_contextembed import ContextEmbedConfig, is_integer
+from .windowing_contextembed import late_chunk_sums
 
-# A backbone call over windows holds at most this many windows' worth of padded tokens.
-WINDOWS_PER_CALL = 8
-# A piece joins a call of longer pieces when padding it costs at most this many tokens: half of what one more call
-# costs on a CPU (about 64 tokens' time). Simulated on batches of windows and short rows, this pads 1.7% over the
-# tokens at 4096-token windows and 8% at 512, against 1.6% and 7.4% for the cheapest possible calls.
-CALL_SLACK_TOKENS = 32
 # Kernels index with 32-bit integers unless told otherwise; the pooling's scatter never exceeds this many elements.
 MAX_INDEX_ELEMENTS = 2**31 - 1
 
@@ -142,275 +133,17 @@ def special_token_ids(config: ContextEmbedConfig) -> list[int]:
     return sorted(ids)
 
 
+def pad_token_id(config: ContextEmbedConfig) -> int:
+    """The id that pads window batches: the backbone's pad token, else 0 (padding is masked either way)."""
+    pad = getattr(config.text_config, "pad_token_id", None)
+    return pad if isinstance(pad, int) else 0
+
+
 def window_length(config: ContextEmbedConfig, max_seq_length: torch.Tensor | int | None = None) -> int:
     """Tokens per forward pass for one call: `config.max_seq_length`, or less when the caller asks for less."""
     if max_seq_length is None:
         return config.max_seq_length
     return min(config.max_seq_length, int(torch.as_tensor(max_seq_length).max()))
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Windows
-# ------------------------------------------------------------------------------------------------------------------
-
-
-def plan_windows(
-    piece_spans: list[tuple[int, int]], length: int, budget: int, overlap: float
-) -> tuple[list[tuple[int, int]], list[int]]:
-    """Cover `length` tokens with windows of at most `budget` tokens whose edges fall on piece edges.
-
-    Args:
-        piece_spans: `(start, end)` of each piece, sorted, non-overlapping, each at most `budget` long.
-        length: total number of tokens to cover.
-        budget: tokens per window.
-        overlap: fraction of a window shared with the next one.
-
-    Returns:
-        The windows as `(start, end)` and, for each piece, the index of the window that gives it the most
-        context on both sides (a side that reaches the document's edge counts as complete). Time is
-        O(pieces log pieces), whatever the number of windows.
-
-    >>> plan_windows([(0, 2), (2, 4), (4, 6)], length=6, budget=4, overlap=0.5)
-    ([(0, 4), (2, 6)], [0, 0, 1])
-    """
-    starts = sorted({0, *(s for s, _ in piece_spans)})  # windows start at a piece's first token ...
-    ends = sorted({length, *(e for _, e in piece_spans)})  # ... and end after a piece's last token
-    stride_back = int(budget * overlap)
-
-    windows: list[tuple[int, int]] = []
-    start = 0
-    while True:
-        end = ends[bisect_right(ends, start + budget) - 1]  # the furthest piece edge within the budget
-        windows.append((start, end))
-        if end >= length:
-            break
-        # The next window steps back from this end by the overlap, but always moves forward and reaches the
-        # next piece edge (so it covers new tokens); the piece ending there is at most `budget` long, so its
-        # start qualifies and the search always succeeds.
-        next_end = ends[bisect_right(ends, end)]
-        start = starts[bisect_left(starts, max(start + 1, end - stride_back, next_end - budget))]
-
-    window_starts = [ws for ws, _ in windows]
-    window_ends = [we for _, we in windows]
-    best: list[int] = []
-    for s, e in piece_spans:
-        # Windows are sorted by both edges, so those containing the piece are one contiguous run.
-        candidates = range(bisect_left(window_ends, e), bisect_right(window_starts, s))
-        scores = []
-        for w in candidates:
-            ws, we = windows[w]
-            left = float("inf") if ws == 0 else s - ws
-            right = float("inf") if we == length else we - e
-            scores.append((min(left, right), left + right, -w))
-        best.append(-max(scores)[2])
-    return windows, best
-
-
-def chunk_pieces(body_cids: torch.Tensor, budget: int) -> list[tuple[int, int]]:
-    """`(start, end)` of each run of one chunk's tokens, a run longer than `budget` split evenly.
-
-    >>> chunk_pieces(torch.tensor([0, 0, 0, 0, 0, -1, 1, 1]), budget=3)
-    [(0, 2), (2, 5), (6, 8)]
-    """
-    change = torch.ones(len(body_cids), dtype=torch.bool)
-    change[1:] = body_cids[1:] != body_cids[:-1]
-    run_starts = change.nonzero().flatten().tolist() + [len(body_cids)]
-    spans = []
-    for s, e in zip(run_starts[:-1], run_starts[1:]):
-        if int(body_cids[s]) < 0:
-            continue
-        n_pieces = -(-(e - s) // budget)
-        bounds = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
-        spans.extend(zip(bounds[:-1], bounds[1:]))
-    return spans
-
-
-def document_windows(
-    ids: torch.Tensor, cids: torch.Tensor, window: int, *, window_head_tokens: int, overlap: float
-) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
-    """Cut one unpadded document into windows that pool something.
-
-    Returns `(window ids, local chunk ids, offset)` per window: a pooled token's chunk is `offset + local id`;
-    tokens of pieces owned by another window are context only (-1). `window_head_tokens`: the document's opening
-    tokens carried into every later window (the window head), never pooled there.
-    """
-    in_chunk = (cids >= 0).nonzero().flatten()
-    if len(in_chunk) == 0:
-        return []  # no chunk has a token (all empty): nothing to pool
-    first, last = int(in_chunk[0]), int(in_chunk[-1]) + 1
-    lead, tail = slice(0, first), slice(last, len(ids))  # CLS, prefix, title / final special tokens
-    body_ids, body_cids = ids[first:last], cids[first:last]
-    window_head = min(window_head_tokens, len(body_ids))  # as many as the body has
-    budget = window - first - (len(ids) - last) - window_head
-    if budget <= 0:
-        raise ValueError(
-            f"{first + len(ids) - last} tokens that belong to no chunk (special tokens, the prefix, the title) "
-            f"and window_head_tokens={window_head} leave no room for the document's text in a window of "
-            f"{window} tokens: shorten the title or prefix, or raise max_seq_length"
-        )
-
-    spans = chunk_pieces(body_cids, budget)
-    windows, owners = plan_windows(spans, len(body_ids), budget, overlap)
-    owned: list[list[tuple[int, int]]] = [[] for _ in windows]
-    for span, owner in zip(spans, owners):
-        owned[owner].append(span)
-
-    result = []
-    for (ws, we), pieces in zip(windows, owned):
-        if not pieces:
-            continue  # every piece here is pooled from a window with more context around it
-        offset = int(body_cids[pieces[0][0]])
-        pooled = torch.full_like(body_cids[ws:we], -1)
-        for s, e in pieces:
-            pooled[s - ws : e - ws] = body_cids[s:e] - offset
-        carried = min(window_head, ws)  # window head tokens this window lacks, as unpooled context
-        w_ids = torch.cat([ids[lead], body_ids[:carried], body_ids[ws:we], ids[tail]])
-        w_cids = torch.cat(
-            [cids[lead], torch.full_like(body_cids[:carried], -1), pooled, torch.full_like(cids[tail], -1)]
-        )
-        result.append((w_ids, w_cids, offset))
-    return result
-
-
-class Piece(NamedTuple):
-    """What one row of a backbone call holds: a whole short document or one window of a long one."""
-
-    row: int  # the batch row it came from
-    input_ids: torch.Tensor  # (t,)
-    chunk_ids: torch.Tensor  # (t,) local chunk ids: a pooled token's chunk is `offset + local id`
-    token_type_ids: torch.Tensor | None  # (t,), or None for the backbone's default (windows run with zeros)
-    offset: int
-
-
-def plan_pieces(
-    input_ids: torch.LongTensor,
-    lengths: torch.Tensor,
-    chunk_ids: torch.LongTensor,
-    window: int,
-    *,
-    window_head_tokens: int,
-    overlap: float,
-    token_type_ids: torch.LongTensor | None = None,
-) -> list[Piece]:
-    """Every row that fits `window` as one piece, every longer row as its windows (`document_windows`)."""
-    pieces = []
-    for row in (lengths <= window).nonzero().flatten().tolist():
-        length = int(lengths[row])
-        types = None if token_type_ids is None else token_type_ids[row, :length]
-        pieces.append(Piece(row, input_ids[row, :length], chunk_ids[row, :length], types, 0))
-    for row in (lengths > window).nonzero().flatten().tolist():
-        length = int(lengths[row])
-        for w_ids, w_cids, offset in document_windows(input_ids[row, :length], chunk_ids[row, :length], window,
-                                                      window_head_tokens=window_head_tokens, overlap=overlap):
-            pieces.append(Piece(row, w_ids, w_cids, None, offset))
-    return pieces
-
-
-def calls_by_length(lengths: list[int], max_tokens: int, slack: int = CALL_SLACK_TOKENS) -> list[list[int]]:
-    """Indices of pieces grouped into backbone calls of similar lengths, longest first: a piece joins the current
-    call while it is at most `slack` tokens shorter than the call's longest and the call stays within `max_tokens`
-    padded tokens (a piece longer than that forms a call of its own).
-
-    >>> calls_by_length([50, 10, 48, 12, 50], max_tokens=120, slack=4)
-    [[0, 4], [2], [3, 1]]
-    """
-    calls: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
-        if calls:
-            longest = lengths[calls[-1][0]]
-            if longest - lengths[i] <= slack and longest * (len(calls[-1]) + 1) <= max_tokens:
-                calls[-1].append(i)
-                continue
-        calls.append([i])
-    return calls
-
-
-def pad_pieces(
-    pieces: list[Piece], pad_id: int
-) -> tuple[torch.LongTensor, torch.Tensor, torch.LongTensor, int, torch.LongTensor | None]:
-    """One call's pieces right-padded: ids (n, t), token mask (n, t), local chunk ids (n, t; -1 on padding), the
-    number of local chunk slots, and token types (n, t) when any piece has them."""
-    length = max(len(p.input_ids) for p in pieces)
-    num_local = max([int(p.chunk_ids.max()) + 1 for p in pieces if len(p.chunk_ids)] + [1])
-    ids = pieces[0].input_ids.new_full((len(pieces), length), pad_id)  # (n, t)
-    cids = pieces[0].chunk_ids.new_full((len(pieces), length), -1)  # (n, t)
-    mask = torch.zeros_like(ids)  # (n, t)
-    typed = [p.token_type_ids for p in pieces if p.token_type_ids is not None]
-    types = typed[0].new_zeros((len(pieces), length)) if typed else None
-    for i, piece in enumerate(pieces):
-        n = len(piece.input_ids)
-        ids[i, :n], cids[i, :n], mask[i, :n] = piece.input_ids, piece.chunk_ids, 1
-        if piece.token_type_ids is not None:
-            types[i, :n] = piece.token_type_ids
-    return ids, mask, cids, num_local, types
-
-
-def add_piece_sums(
-    sums: torch.Tensor, counts: torch.Tensor, pieces: list[Piece], piece_sums: torch.Tensor,
-    piece_counts: torch.Tensor,
-) -> None:
-    """Scatter one call's sums (n, c, W) and counts (n, c) back into the batch's (B, C, W) and (B, C), in place, at
-    each piece's row and chunk offset."""
-    num_chunks, num_local = sums.shape[1], piece_sums.shape[1]
-    for i, piece in enumerate(pieces):
-        take = min(num_local, num_chunks - piece.offset)
-        sums[piece.row, piece.offset : piece.offset + take] += piece_sums[i, :take].to(sums.device)
-        counts[piece.row, piece.offset : piece.offset + take] += piece_counts[i, :take].to(counts.device)
-
-
-def late_chunk_sums(
-    core,
-    input_ids: torch.LongTensor,
-    token_mask: torch.Tensor,
-    chunk_ids: torch.LongTensor,
-    num_chunks: int,
-    window: int,
-    *,
-    width: int,
-    window_head_tokens: int,
-    overlap: float,
-    pad_id: int,
-    token_type_ids: torch.LongTensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each chunk's summed states (B, C, width) and token count (B, C) for a padded batch, whatever its lengths.
-
-    `core(input_ids, token_mask, chunk_ids, num_chunks, token_type_ids)` runs one padded batch and returns its
-    `(sums (b, num_chunks, width), counts (b, num_chunks))`, as `chunk_sums_and_counts` computes them. A batch whose
-    rows all fit `window` tokens runs in one call. Otherwise the short rows and every long row's windows
-    (`plan_pieces`) run together in calls of similar lengths (`calls_by_length`, at most `WINDOWS_PER_CALL`
-    windows' worth of padded tokens a call), so a row's last, short window runs beside other short pieces instead
-    of padded to its full neighbours. Each chunk is pooled from one piece, so sums and counts only add zeros across
-    pieces, and any linear map of the states (the projection) may be applied inside `core` or after the division.
-    The same plan serves the torch model and the exported backends, which differ only in `core`.
-    """
-    batch = input_ids.shape[0]
-    lengths = token_mask.sum(1)  # (B,)
-    if bool((lengths <= window).all()):  # the common case: one call, no copies
-        seq_len = int(lengths.max()) if batch else 0
-        return core(input_ids[:, :seq_len], token_mask[:, :seq_len], chunk_ids[:, :seq_len], num_chunks,
-                    None if token_type_ids is None else token_type_ids[:, :seq_len])
-
-    pieces = plan_pieces(input_ids, lengths, chunk_ids, window, window_head_tokens=window_head_tokens,
-                         overlap=overlap, token_type_ids=token_type_ids)
-    sums = torch.zeros(batch, num_chunks, width, dtype=torch.float32, device=input_ids.device)  # (B, C, W)
-    counts = torch.zeros(batch, num_chunks, dtype=torch.float32, device=input_ids.device)  # (B, C)
-    for call in calls_by_length([len(p.input_ids) for p in pieces], WINDOWS_PER_CALL * window):
-        group = [pieces[i] for i in call]
-        ids, mask, cids, num_local, types = pad_pieces(group, pad_id)
-        piece_sums, piece_counts = core(ids, mask, cids, num_local, types)  # (n, c, W), (n, c)
-        add_piece_sums(sums, counts, group, piece_sums, piece_counts)
-    return sums, counts
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Backbone
-# ------------------------------------------------------------------------------------------------------------------
-
-
-def pad_token_id(config: ContextEmbedConfig) -> int:
-    """The id that pads window batches: the backbone's pad token, else 0 (padding is masked either way)."""
-    pad = getattr(config.text_config, "pad_token_id", None)
-    return pad if isinstance(pad, int) else 0
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -674,24 +407,23 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         token_mask, chunk_ids, chunk_mask = chunk_layout(self.config, input_ids, attention_mask,
                                                          token_attention_mask, chunk_ids)
         window = window_length(self.config, max_seq_length)
-        whole_batch = bool((token_mask.sum(1) <= window).all())
-        outputs = []
+        first = {}  # the first call's outputs: the output's states when that call is the whole batch
 
         def core(ids, mask, cids, num_chunks, type_ids):
-            out = self._run_backbone(ids, mask, type_ids, output_hidden_states=output_hidden_states if whole_batch
-                                     else None, **kwargs)
-            if whole_batch:  # one call, whose states the output returns; windows' outputs are not kept
-                outputs.append(out)
+            if first:  # a second call: the batch runs in windows, whose states are not kept (memory stays bounded)
+                first["out"] = None
+            out = self._run_backbone(ids, mask, type_ids, output_hidden_states=output_hidden_states, **kwargs)
+            first.setdefault("out", out)
             return chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)  # (b, c, H), (b, c)
 
-        sums, counts = late_chunk_sums(
+        sums, counts, whole_batch = late_chunk_sums(
             core, input_ids, token_mask, chunk_ids, chunk_mask.shape[1], window,
             width=self.config.text_config.hidden_size, window_head_tokens=self.config.window_head_tokens,
             overlap=self.config.window_overlap, pad_id=pad_token_id(self.config), token_type_ids=token_type_ids,
         )  # (B, C, H), (B, C)
         embeddings = late_chunk_head(sums, counts, chunk_mask, self.config, projection=self.projection,
                                      output_dim=output_dim, normalize=normalize)  # (B, C, D)
-        whole = outputs[0] if whole_batch and outputs else None
+        whole = first.get("out") if whole_batch else None
         output = ContextEmbedOutput(
             chunk_embeddings=embeddings,
             chunk_mask=chunk_mask,
@@ -708,32 +440,21 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
 
 
 __all__ = [
-    "CALL_SLACK_TOKENS",
     "MAX_INDEX_ELEMENTS",
-    "WINDOWS_PER_CALL",
     "ContextEmbedModel",
     "ContextEmbedOutput",
     "ContextEmbedPreTrainedModel",
-    "Piece",
-    "add_piece_sums",
-    "calls_by_length",
     "check_output_dim",
     "chunk_ids_from_separators",
     "chunk_layout",
     "chunk_means",
-    "chunk_pieces",
     "chunk_sums_and_counts",
     "cut_and_normalize",
-    "document_windows",
     "index_slices",
     "late_chunk_head",
     "late_chunk_mean",
-    "late_chunk_sums",
     "loading_problems",
-    "pad_pieces",
     "pad_token_id",
-    "plan_pieces",
-    "plan_windows",
     "special_token_ids",
     "window_length",
 ]

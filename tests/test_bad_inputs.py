@@ -248,55 +248,60 @@ def write_corpus(folder):
     return folder
 
 
-def break_line(index, number, replacement):
-    lines = (index / "chunks.jsonl").read_text().splitlines()
-    lines[number - 1] = replacement(lines[number - 1])
-    (index / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+def segment(index):
+    """The index's one segment folder."""
+    (folder,) = (index / "segments").iterdir()
+    return folder
+
+
+def edit_manifest(index, **changes):
+    manifest = json.loads((index / "manifest.json").read_text())
+    (index / "manifest.json").write_text(json.dumps({**manifest, **changes}))
+
+
+def rewrite(path, change):
+    path.write_text(change(path.read_text()))
 
 
 CLI_ERRORS = {
-    "index over an index": (lambda idx, corpus, tmp: ["encode", str(corpus), str(idx)],
-                            "already holds an index: pass --overwrite"),
+    "overwrite a database": (lambda idx, corpus, tmp: ["encode", str(corpus), f"lancedb://{tmp / 'l'}", "--overwrite"],
+                             "--overwrite replaces an index folder"),
     "index into a folder of other files": (lambda idx, corpus, tmp: ["encode", str(corpus), str(corpus)],
                                            "is a non-empty folder that is not an index"),
     "index path is a file": (lambda idx, corpus, tmp: ["encode", str(corpus), str(corpus / "a.txt")],
                              "the output path .* is a file"),
-    "chunks.jsonl line is not JSON": (
-        lambda idx, corpus, tmp: (break_line(idx, 2, lambda line: line[:-3]), ["search", str(idx), "rent"])[1],
-        r"chunks.jsonl:2: not valid JSON"),
-    "chunks.jsonl record without text": (
-        lambda idx, corpus, tmp: (break_line(idx, 1, lambda line: json.dumps({**json.loads(line), "text": 1})),
-                                  ["search", str(idx), "rent"])[1], r"chunks.jsonl:1: field .text. must be str, got int"),
-    "chunks.jsonl offsets that do not span the text": (
-        lambda idx, corpus, tmp: (break_line(idx, 1, lambda line: json.dumps({**json.loads(line), "end": 999})),
-                                  ["search", str(idx), "rent"])[1], r"chunks.jsonl:1: start/end \(0, 999\)"),
-    "fewer chunk records than vectors": (
-        lambda idx, corpus, tmp: ((idx / "chunks.jsonl").write_text(
-            "\n".join((idx / "chunks.jsonl").read_text().splitlines()[:-1]) + "\n"), ["search", str(idx), "rent"])[1],
-        r"has 4 vectors but 3 chunk records"),
-    "index.json is not JSON": (lambda idx, corpus, tmp: ((idx / "index.json").write_text("{"),
-                                                         ["search", str(idx), "rent"])[1], "index.json.* as JSON"),
-    "index from another format version": (lambda idx, corpus, tmp: (_edit_index(idx, format_version=1),
+    "manifest is not JSON": (lambda idx, corpus, tmp: ((idx / "manifest.json").write_text("{"),
+                                                       ["search", str(idx), "rent"])[1], "manifest.json.* as JSON"),
+    "index from another format version": (lambda idx, corpus, tmp: (edit_manifest(idx, format_version=5),
                                                                     ["search", str(idx), "rent"])[1],
-                                          "format_version must be 2 or 3, got 1"),
-    "index with an unknown precision": (lambda idx, corpus, tmp: (_edit_index(idx, precision="int4"),
+                                          "format_version must be 4, got 5"),
+    "index with an unknown precision": (lambda idx, corpus, tmp: (edit_manifest(idx, precision="int4"),
                                                                   ["search", str(idx), "rent"])[1],
                                         "precision must be one of"),
-    "damaged embeddings.npy": (lambda idx, corpus, tmp: ((idx / "embeddings.npy").write_bytes(b"not numpy"),
-                                                         ["search", str(idx), "rent"])[1], "cannot read .*embeddings.npy"),
-    "index missing a file": (lambda idx, corpus, tmp: ((idx / "embeddings.npy").unlink(),
-                                                       ["search", str(idx), "rent"])[1], "embeddings.npy is missing"),
+    "manifest naming a path as a segment": (lambda idx, corpus, tmp: (edit_manifest(idx, segments=[
+        {"name": "../../etc", "documents": 1, "deleted": None}]), ["search", str(idx), "rent"])[1],
+        "segments must list objects with a name"),
+    "damaged vectors.npy": (lambda idx, corpus, tmp: ((segment(idx) / "vectors.npy").write_bytes(b"not numpy"),
+                                                      ["search", str(idx), "rent"])[1],
+                            "cannot read the segment .*seg-"),
+    "segment missing a file": (lambda idx, corpus, tmp: ((segment(idx) / "texts.bin").unlink(),
+                                                         ["search", str(idx), "rent"])[1],
+                               "is not a complete segment: texts.bin is missing"),
+    "documents.jsonl line is not JSON": (
+        lambda idx, corpus, tmp: (rewrite(segment(idx) / "documents.jsonl", lambda t: t[:-5] + "\n"),
+                                  ["search", str(idx), "rent"])[1], r"documents.jsonl:2: not valid JSON"),
+    "texts.bin cut short": (
+        lambda idx, corpus, tmp: ((segment(idx) / "texts.bin").write_bytes((segment(idx) / "texts.bin").read_bytes()[:-4]),
+                                  ["search", str(idx), "rent"])[1], r"texts.bin holds \d+ bytes, the records say"),
+    "fewer chunk records than vectors": (
+        lambda idx, corpus, tmp: (np.save(segment(idx) / "chunks.npy", np.load(segment(idx) / "chunks.npy")[:-1]),
+                                  ["search", str(idx), "rent"])[1], r"4 vectors but 3 chunk records"),
     "search an index at another dim": (lambda idx, corpus, tmp: ["search", str(idx), "rent", "--output-dim", "8"],
                                        "the index holds 16-d vectors, got --output-dim 8"),
     "empty query": (lambda idx, corpus, tmp: ["search", str(idx), "  "], "the query is empty"),
     "unknown dim": (lambda idx, corpus, tmp: ["search", str(corpus), "rent", "--output-dim", "100"],
                     r"output_dim must be one of \[8, 16\], got 100"),
 }
-
-
-def _edit_index(index, **changes):
-    meta = json.loads((index / "index.json").read_text())
-    (index / "index.json").write_text(json.dumps({**meta, **changes}))
 
 
 @pytest.fixture

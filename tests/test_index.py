@@ -350,3 +350,25 @@ class TestFormerFormats:
         with open_store(tmp_path / "legacy") as store:
             assert store.document_hashes() == {"a.txt": ""}
         assert not aside.exists()
+
+
+LEGACY_RECORDS = [{"doc": 0, "path": "a.txt", "chunk": 0, "start": 0, "end": 4, "text": "rent"},
+                  {"doc": 0, "path": "a.txt", "chunk": 1, "start": 5, "end": 8, "text": "due"}]
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda f: (f / "chunks.jsonl").write_text('{"doc": 0\n'), r"chunks.jsonl:1: not valid JSON"),
+    (lambda f: (f / "chunks.jsonl").write_text(json.dumps({**LEGACY_RECORDS[0], "text": 1}) + "\n"),
+     r"chunks.jsonl:1: field 'text' must be str, got int"),
+    (lambda f: (f / "chunks.jsonl").write_text(json.dumps({**LEGACY_RECORDS[0], "end": 99}) + "\n"),
+     r"chunks.jsonl:1: start/end \(0, 99\)"),
+    (lambda f: (f / "embeddings.npy").unlink(), "embeddings.npy is missing"),
+    (lambda f: (f / "index.json").write_text(json.dumps({"format_version": 1})), "format_version must be 2 or 3"),
+])
+def test_a_damaged_index_of_an_earlier_format_is_named(tmp_path, damage, message):
+    folder = tmp_path / "old"
+    write_legacy_index(folder, np.ones((2, 4), np.float32), LEGACY_RECORDS, {"model": "m", "output_dim": 4,
+                                                                             "precision": "float32"})
+    damage(folder)
+    with pytest.raises(ValueError, match=message):
+        IndexStore(folder).document_hashes()

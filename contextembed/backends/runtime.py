@@ -148,7 +148,7 @@ class BackendModel:
         """The features `ContextEmbedProcessor.pad` makes (chunk mask as `attention_mask`) -> chunk vectors."""
         if unused.get("token_type_ids") is not None:
             raise ValueError("the exported core takes no token_type_ids (the processor makes none)")
-        sums, counts = late_chunk_sums(
+        sums, counts, _ = late_chunk_sums(
             self._core, input_ids, token_attention_mask, chunk_ids, attention_mask.shape[1],
             window_length(self.config, max_seq_length), width=self.config.embedding_dim,
             window_head_tokens=self.config.window_head_tokens, overlap=self.config.window_overlap,

@@ -128,24 +128,6 @@ class TestIndexGuard:
                               atol=1e-6)
 
 
-class TestWindowCalls:
-    @pytest.mark.parametrize("seed", range(10))
-    def test_calls_cover_every_piece_once_within_their_limits(self, seed):
-        from contextembed.modeling import calls_by_length
-
-        g = torch.Generator().manual_seed(seed)
-        lengths = torch.randint(1, 100, (int(torch.randint(1, 30, (1,), generator=g)),), generator=g).tolist()
-        calls = calls_by_length(lengths, max_tokens=250, slack=10)
-        assert sorted(i for call in calls for i in call) == list(range(len(lengths)))
-        for call in calls:
-            longest = max(lengths[i] for i in call)
-            assert lengths[call[0]] == longest  # the first is the longest: the call pads to it
-            assert len(call) == 1 or longest * len(call) <= 250
-            assert longest - min(lengths[i] for i in call) <= 10
-        firsts = [lengths[call[0]] for call in calls]
-        assert firsts == sorted(firsts, reverse=True)
-
-
 class TestContextuality:
     def test_editing_a_later_chunk_changes_an_earlier_one(self, model_and_processor):
         model, processor = model_and_processor

@@ -120,11 +120,12 @@ class TestWindows:
         for a, b in zip(together, alone):
             assert (a - b).abs().max() <= 1e-5
 
-    def test_short_rows_and_windows_share_calls_by_length(self, model_and_processor):
-        """A batch with long rows runs its short rows and every row's windows in calls of similar lengths: each row
-        keeps its own vectors, no call exceeds 8 windows' worth of padded tokens, and the calls pad less than
-        running each long row's windows apart and the short rows together (the plan before calls by length)."""
-        from contextembed.modeling import document_windows
+    def test_short_rows_and_windows_share_the_one_scheduler(self, model_and_processor):
+        """A batch with long rows runs its short rows and every row's windows in the calls `token_budget_batches`
+        plans (the scheduler of whole documents too): each row keeps its own vectors, no call exceeds 8 windows'
+        worth of padded tokens, and the calls pad less than running each long row's windows apart and the short
+        rows together."""
+        from contextembed.modeling import document_windows, token_budget_batches
 
         model, processor = model_and_processor
         window = model.config.max_seq_length
@@ -154,6 +155,13 @@ class TestWindows:
         del model._run_backbone
         padded = sum(rows * length for rows, length in calls)
         assert all(rows * length <= 8 * window for rows, length in calls)
+        pieces = [n for n in lengths if n <= window] + [
+            len(ids) for row, n in enumerate(lengths) if n > window
+            for ids, _, _ in document_windows(batch["input_ids"][row, :n], batch["chunk_ids"][row, :n], window,
+                                              window_head_tokens=model.config.window_head_tokens,
+                                              overlap=model.config.window_overlap)]
+        planned = token_budget_batches(pieces, len(pieces), 8 * window)
+        assert sorted(calls) == sorted((len(call), max(pieces[i] for i in call)) for call in planned)
         assert padded < per_row, (padded, per_row, calls)
         for vectors, doc in zip(together, docs):
             assert (vectors - run(model, processor, [doc])[0]).abs().max() <= 1e-5

@@ -1,0 +1,288 @@
+"""A corpus of context-bench's size through the embedded index and LanceDB: stream, commit, resume, append, compact
+and search, with a tiny random backbone so that the host and the index are what is measured.
+
+    python bench/scale.py                                  # ~39k documents, ~2.5M sentence chunks (about an hour)
+    python bench/scale.py --documents 2000 --parts index   # a smaller run of one part
+
+The corpus is generated (nothing downloaded): JSON lines in context-bench's layout (`id`, `sentences`), 63 sentences
+of about 14 words a document on average. The model is a BERT-shaped backbone of one layer (hidden 32) with 2,048
+positions, so every document is one pass, and a 1024-d projection, so that vectors weigh what real ones do (4 KiB
+each in float32). Each `contextembed` command runs in its own process; its wall time and peak memory are that
+process's own (`os.wait4`). Parts:
+
+- `index`: `contextembed encode` into the index folder: chunks/s, peak RSS, size on disk;
+- `resume`: the same encode killed (SIGKILL) at a third of the corpus, then the same command: what the rerun costs
+  against the documents left, and the result against the uninterrupted index (documents, chunks, vectors);
+- `append`: 50 new documents encoded into the 39k-document index: bytes written, and time against the full encode;
+- `compact`: `contextembed compact`: time against the encode, size before and after;
+- `search`: exact search (`search_documents`, k=10) over the index and over LanceDB (exact, brute force), one query
+  at a time, side by side;
+- `lancedb`: `contextembed encode` into `lancedb://`: chunks/s, peak RSS, size, against the index;
+- `memory`: peak RSS of encodes of 10k, 100k and 1M short documents (8 sentences, 64-d vectors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_result  # noqa: E402
+
+PARTS = ("index", "resume", "append", "compact", "search", "lancedb", "memory")
+SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro " \
+            "ru sa se si so su ta te ti to tu".split()
+
+
+def vocabulary(size: int = 4000) -> list[str]:
+    rng = np.random.default_rng(0)
+    words = {"".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 4)))) for _ in range(size * 3)}
+    return sorted(words)[:size]
+
+
+def write_corpus(path: Path, documents: int, sentences: int, seed: int = 0, first: int = 0) -> int:
+    """Documents of about `sentences` sentences (4 to 24 words); returns the number of sentences written."""
+    words = np.array(vocabulary())
+    rng = np.random.default_rng(seed)
+    total = 0
+    with open(path, "a", encoding="utf-8") as f:
+        for i in range(first, first + documents):
+            n = max(1, int(rng.normal(sentences, sentences / 4)))
+            lengths = rng.integers(4, 25, size=n)
+            picked = words[rng.integers(0, len(words), size=int(lengths.sum()))]
+            cuts = np.cumsum(lengths)[:-1]
+            text = [" ".join(part).capitalize() + "." for part in np.split(picked, cuts)]
+            f.write(json.dumps({"id": f"doc-{i:07d}", "sentences": text}) + "\n")
+            total += n
+    return total
+
+
+def make_checkpoint(folder: Path, dim: int) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    import contextembed
+
+    backbone = folder / "backbone"
+    backbone.mkdir(parents=True, exist_ok=True)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    (backbone / "vocab.txt").write_text("\n".join(specials + vocabulary() + list("abcdefghijklmnopqrstuvwxyz.,"))
+                                        + "\n")
+    tokenizer = BertTokenizer.from_pretrained(backbone)
+    tokenizer.save_pretrained(backbone)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                         intermediate_size=64, max_position_embeddings=2048)).save_pretrained(backbone)
+    out = folder / f"checkpoint-{dim}"
+    contextembed.build_checkpoint(backbone, out, projection_dim=dim, max_seq_length=2048, overwrite=True)
+    return out
+
+
+def run(command: list[str], kill_when=None) -> dict:
+    """Run a command in its own process (killed with SIGKILL once `kill_when()` holds): wall seconds, its own peak
+    RSS in MiB (from `wait4`), return code and output."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if kill_when is not None and kill_when():
+                process.send_signal(signal.SIGKILL)
+                kill_when = None
+            time.sleep(0.05)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return {"seconds": time.perf_counter() - start, "returncode": process.returncode, "stdout": out.read(),
+                "stderr": err.read(), "peak_mib": usage.ru_maxrss / 1024}
+
+
+def size_mib(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def manifest(path: Path) -> dict:
+    try:
+        return json.loads((path / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def files(folder: Path) -> dict:
+    return {p: (p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()}
+
+
+def encode(corpus, out, checkpoint, *extra) -> list[str]:
+    return [sys.executable, "-m", "contextembed", "encode", str(corpus), str(out), "--model", str(checkpoint),
+            "--no-progress", *extra]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=38_894)
+    parser.add_argument("--sentences", type=int, default=63, help="sentences per document, on average")
+    parser.add_argument("--dim", type=int, default=1024)
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--memory-sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--work", type=Path, default=Path("bench/out/scale"))
+    args = parser.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = work / f"corpus-{args.documents}.jsonl"
+    if not corpus.is_file():
+        sentences = write_corpus(corpus.with_suffix(".partial"), args.documents, args.sentences)
+        corpus.with_suffix(".partial").rename(corpus)
+        (work / f"{corpus.name}.sentences").write_text(str(sentences))
+    sentences = int((work / f"{corpus.name}.sentences").read_text())
+    checkpoint = make_checkpoint(work, args.dim)
+    data = {"documents": args.documents, "chunks": sentences, "dim": args.dim,
+            "corpus_mib": corpus.stat().st_size / 2**20}
+    lines = [f"Corpus: {args.documents:,} generated documents, {sentences:,} sentence chunks "
+             f"({data['corpus_mib']:,.0f} MiB of JSON lines); a one-layer BERT-shaped backbone (hidden 32, 2,048 "
+             f"positions) with a {args.dim}-d projection, float32 vectors. One process per command; times are this "
+             "machine's, so each is also given against the full encode measured in the same run.", ""]
+    index = work / "index"
+    if "index" in args.parts or not manifest(index):
+        shutil.rmtree(index, ignore_errors=True)
+        result = run(encode(corpus, index, checkpoint))
+        assert result["returncode"] == 0, result["stderr"][-2000:]
+        data["index"] = {"seconds": result["seconds"], "peak_mib": result["peak_mib"], "size_mib": size_mib(index),
+                         "chunks_per_second": sentences / result["seconds"],
+                         "segments": len(manifest(index)["segments"])}
+        lines.append(f"- **index**: {sentences / result['seconds']:,.0f} chunks/s ({result['seconds'] / 60:.1f} min), "
+                     f"peak RSS {result['peak_mib']:,.0f} MiB, {size_mib(index):,.0f} MiB on disk "
+                     f"({len(manifest(index)['segments'])} segments after the merges along the way)")
+    full = data.get("index", {}).get("seconds")
+    if "resume" in args.parts:
+        second = work / "index-resumed"
+        shutil.rmtree(second, ignore_errors=True)
+        third = args.documents // 3
+        killed = run(encode(corpus, second, checkpoint),
+                     kill_when=lambda: manifest(second).get("num_documents", 0) >= third)
+        kept = manifest(second).get("num_documents", 0)
+        resumed = run(encode(corpus, second, checkpoint))
+        assert resumed["returncode"] == 0, resumed["stderr"][-2000:]
+        same = _same_index(index, second)
+        data["resume"] = {"killed_returncode": killed["returncode"], "committed_when_killed": kept,
+                          "resume_seconds": resumed["seconds"], "same_as_uninterrupted": same,
+                          "resume_over_full": resumed["seconds"] / full if full else None}
+        lines.append(f"- **resume**: killed (SIGKILL) with {kept:,} of {args.documents:,} documents committed; the "
+                     f"same command then took {resumed['seconds'] / 60:.1f} min"
+                     + (f" ({resumed['seconds'] / full:.2f} of the full encode, for "
+                        f"{1 - kept / args.documents:.2f} of the documents)" if full else "")
+                     + f"; result against the uninterrupted index: {same}")
+    if "append" in args.parts:
+        appended = work / f"corpus-{args.documents}-plus-50.jsonl"
+        shutil.copy(corpus, appended)
+        write_corpus(appended, 50, args.sentences, seed=1, first=args.documents)
+        before = files(index)
+        result = run(encode(appended, index, checkpoint))
+        assert result["returncode"] == 0, result["stderr"][-2000:]
+        after = files(index)
+        written = sum(stat[1] for path, stat in after.items() if before.get(path) != stat)
+        data["append"] = {"seconds": result["seconds"], "bytes_written": written,
+                          "index_bytes": sum(s[1] for s in after.values()), "report": result["stdout"].strip()}
+        lines.append(f"- **append** of 50 documents: {written / 2**20:,.1f} MiB written of a "
+                     f"{data['append']['index_bytes'] / 2**20:,.0f} MiB index, {result['seconds']:.0f} s"
+                     + (f" ({result['seconds'] / full:.3f} of the full encode; reading and hashing the 39k documents "
+                        "it keeps is most of it)" if full else "") + f": `{result['stdout'].strip()}`")
+    if "compact" in args.parts:
+        before = size_mib(index)
+        segments = len(manifest(index)["segments"])
+        result = run([sys.executable, "-m", "contextembed", "compact", str(index)])
+        assert result["returncode"] == 0, result["stderr"][-2000:]
+        data["compact"] = {"seconds": result["seconds"], "segments_before": segments, "size_before_mib": before,
+                           "size_after_mib": size_mib(index), "peak_mib": result["peak_mib"]}
+        lines.append(f"- **compact**: {segments} segments into 1 in {result['seconds']:.0f} s"
+                     + (f" ({result['seconds'] / full:.2f} of the full encode)" if full else "")
+                     + f", {before:,.0f} → {size_mib(index):,.0f} MiB, peak RSS {result['peak_mib']:,.0f} MiB")
+    lance = f"lancedb://{work / 'lance'}?table=chunks"
+    if "lancedb" in args.parts:
+        shutil.rmtree(work / "lance", ignore_errors=True)
+        result = run(encode(corpus, lance, checkpoint, "--commit-every", "1000"))
+        assert result["returncode"] == 0, result["stderr"][-2000:]
+        data["lancedb"] = {"seconds": result["seconds"], "peak_mib": result["peak_mib"],
+                           "size_mib": size_mib(work / "lance"), "chunks_per_second": sentences / result["seconds"]}
+        lines.append(f"- **LanceDB**: {sentences / result['seconds']:,.0f} chunks/s, peak RSS "
+                     f"{result['peak_mib']:,.0f} MiB, {size_mib(work / 'lance'):,.0f} MiB on disk"
+                     + (f"; encode time against the index: {result['seconds'] / full:.2f}" if full else ""))
+    if "search" in args.parts:
+        data["search"] = _search(index, lance if (work / "lance").exists() else None, args.queries, args.dim)
+        s = data["search"]
+        lines.append(f"- **exact search**, one query at a time (k=10): index {s['index_seconds']:.2f} s a query"
+                     + (f", LanceDB {s['lancedb_seconds']:.2f} s (LanceDB / index: "
+                        f"{s['lancedb_seconds'] / s['index_seconds']:.1f}); the same top 10 documents: "
+                        f"{s['same_documents']}" if "lancedb_seconds" in s else ""))
+    if "memory" in args.parts:
+        data["memory"] = []
+        small = make_checkpoint(work, 64)
+        for size in args.memory_sizes:
+            path = work / f"memory-{size}.jsonl"
+            if not path.exists():
+                write_corpus(path.with_suffix(".partial"), size, 8, seed=2)
+                path.with_suffix(".partial").rename(path)
+            out = work / f"memory-index-{size}"
+            shutil.rmtree(out, ignore_errors=True)
+            result = run(encode(path, out, small))
+            assert result["returncode"] == 0, result["stderr"][-2000:]
+            data["memory"].append({"documents": size, "peak_mib": result["peak_mib"], "seconds": result["seconds"],
+                                   "size_mib": size_mib(out)})
+            shutil.rmtree(out, ignore_errors=True)
+        lines.append("- **memory** of an encode against the corpus's size (8 sentences a document, 64-d vectors): "
+                     + ", ".join(f"{m['documents']:,} documents {m['peak_mib']:,.0f} MiB" for m in data["memory"]))
+    print("\n".join(lines))
+    write_result("scale", "python bench/scale.py " + " ".join(sys.argv[1:]), lines, data)
+    return 0
+
+
+def _same_index(a: Path, b: Path) -> str:
+    from contextembed.stores.index import IndexStore
+
+    with IndexStore(a) as one, IndexStore(b) as two:
+        hashes = one.document_hashes()
+        if hashes != two.document_hashes():
+            return "different documents"
+        sample = sorted(hashes)[:: max(1, len(hashes) // 200)]
+        pairs = zip(one.fetch_documents(sample), two.fetch_documents(sample))
+        equal = all(x.chunks == y.chunks and np.array_equal(x.vectors, y.vectors) for x, y in pairs)
+        return (f"the same {len(hashes):,} documents and {one.count_chunks():,} chunks; "
+                f"{'the same' if equal else 'different'} vectors, bit for bit, in a sample of {len(sample)} documents")
+
+
+def _search(index: Path, lance: str | None, queries: int, dim: int) -> dict:
+    from contextembed.stores import open_store
+
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(queries, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = {}
+    found = {}
+    for name, uri in (("index", str(index)), ("lancedb", lance)):
+        if uri is None:
+            continue
+        with open_store(uri) as store:
+            store.search_documents(vectors[0], k=10)  # warm: the first read maps the files
+            start = time.perf_counter()
+            found[name] = [[h.document for h in store.search_documents(q, k=10)] for q in vectors]
+            out[f"{name}_seconds"] = (time.perf_counter() - start) / queries
+    if len(found) == 2:
+        out["same_documents"] = f"{sum(a == b for a, b in zip(found['index'], found['lancedb']))} of {queries} queries"
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
