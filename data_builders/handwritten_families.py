@@ -1,6 +1,6 @@
 """Write the hand-written validation families: five genres no training source resembles, one reference form each.
 
-    python data_builders/handwritten_families.py validation/   # handwritten-near/, handwritten-far/, handwritten-pronoun/
+    python data_builders/handwritten_families.py validation/   # handwritten-near/, -far/, -long/, -pronoun/
 
 Every family is 8 copies of one hand-written document that differ only in what identifies them (a company, a
 hotel and its nickname, a firmware version, the woman who led a survey among several people, the group a section of
@@ -9,7 +9,8 @@ rules applies to). The asked sentences refer to that identity only as "the compa
 except where a sentence uses the copy's nickname while the question uses its full name (or the reverse: the
 sentence says "the hotel" and the question uses the nickname). Questions are written as a user would ask them, naming the copy. Each family comes
 twice: *near* (~250 tokens, read in one pass) and *far* (a filler of the same genre pushes the asked sentences
-beyond the first 512-token window). Near and far are separate sets: their copies share names, so in one corpus a
+beyond the first 512-token window); `handwritten-long` repeats that filler so that a copy spans four windows.
+Near, far and long are separate sets: their copies share names, so in one corpus a
 near question would have a right answer in the far copy too.
 
 A pronoun form resting on five asked sentences moves 12.5 points when one of them changes side, too coarse to choose
@@ -515,19 +516,24 @@ def fill(template: str, values: dict) -> str:
 NEAR_FILLER = 8  # filler lines interleaved with the asked ones in every copy (near: ~250 tokens)
 
 
+LONG_REPEATS = 4  # long: the far filler four times over (~1,500 tokens before the asked lines, ~2,000 in all)
+
+
 def family(name: str, genre: Genre, distance: str) -> list:
     """8 copies of the genre's document; queries ask every asked line, kind `<reference form>/<distance>`.
 
     Near: opening, lead, then the asked lines interleaved with the first filler lines. Far: the rest of the filler
-    comes between the lead and that block, so the asked lines start more than 512 tokens in.
+    comes between the lead and that block, so the asked lines start more than 512 tokens in. Long: that filler
+    `LONG_REPEATS` times, so a document spans four 512-token windows and its asked lines sit in the last ones (the
+    set that chooses how windows overlap).
     """
     documents = []
     for number, values in enumerate(genre.values):
         lines = [fill(line, values) for line in genre.opening]
         evidence = list(range(len(lines)))
         lines += genre.lead
-        if distance == "far":
-            lines += genre.filler[NEAR_FILLER:]
+        if distance in ("far", "long"):
+            lines += genre.filler[NEAR_FILLER:] * (LONG_REPEATS if distance == "long" else 1)
         near_filler = genre.filler[:NEAR_FILLER]
         queries = []
         for k, (sentence, question) in enumerate(genre.asked):
@@ -543,17 +549,17 @@ def family(name: str, genre: Genre, distance: str) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output", type=Path,
-                        help="folder to write handwritten-near/, handwritten-far/ and handwritten-pronoun/ into")
+                        help="folder to write handwritten-near/, -far/, -long/ and -pronoun/ into")
     args = parser.parse_args()
     for name, documents in sets().items():
         write_set(args.output / name, documents)
 
 
 def sets() -> dict[str, list]:
-    """The hand-written validation sets: `handwritten-near` and `handwritten-far` (the five genres, one reference
-    form each), and `handwritten-pronoun` (the pronoun families, near: 4 families, 29 asked sentences)."""
+    """The hand-written validation sets: `handwritten-near`, `handwritten-far` and `handwritten-long` (the five
+    genres, one reference form each), and `handwritten-pronoun` (the pronoun families, near: 4 families, 29 asked sentences)."""
     return {**{f"handwritten-{distance}": [d for name, genre in GENRES.items() for d in family(name, genre, distance)]
-               for distance in ("near", "far")},
+               for distance in ("near", "far", "long")},
             "handwritten-pronoun": [d for name, genre in PRONOUN_GENRES.items() for d in family(name, genre, "near")]}
 
 

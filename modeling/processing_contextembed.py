@@ -236,7 +236,7 @@ class ContextEmbedProcessor(ProcessorMixin):
         (sentence-transformers' prompt) is a query, anything else a document."""
         if any(title is not None for title in titles):
             raise ValueError("titles are not part of pplx-embed-v2-context's input (input_layout='pplx-v2')")
-        rows = []
+        queries = []
         for i, chunks in enumerate(documents):
             prefix, chunks[0] = self._split_prefix(chunks[0], task)
             query = task == "query" or (task is None and prefix == self.query_prefix != "")
@@ -245,11 +245,19 @@ class ContextEmbedProcessor(ProcessorMixin):
                 check_text(chunk, describe(i, j))
             if query and len(chunks) != 1:
                 raise ValueError(f"query {i} has {len(chunks)} chunks: a query is one text")
+            queries.append(query)
+        # Two tokeniser calls for the whole batch (the fast tokenizer parallelises a batch): queries, documents.
+        texts = [chunks[0] if query else self.document_prefix + self.chunk_token.join(chunks)
+                 for chunks, query in zip(documents, queries)]
+        query_tokens = iter(self.tokenize_text([t for t, q in zip(texts, queries) if q]))
+        document_tokens = iter(self.tokenize_text([t for t, q in zip(texts, queries) if not q], return_offsets=True))
+        rows = []
+        for i, (chunks, query) in enumerate(zip(documents, queries)):
             if query:
-                row = pplx_v2_query_row(self.query_prefix_token_id, self.tokenize_text(chunks)[0])
+                row = pplx_v2_query_row(self.query_prefix_token_id, next(query_tokens))
             else:
-                encode = lambda text: self.tokenize_text([text], return_offsets=True)[0]  # noqa: E731
-                row = pplx_v2_document_row(encode, chunks, self.document_prefix, self.chunk_token)
+                row = pplx_v2_document_row(next(document_tokens), chunks, self.document_prefix, self.chunk_token)
+            describe = _describe_query if query else _describe_chunk
             empty = sorted(set(range(len(chunks))) - set(row["chunk_ids"]))
             if empty and empty_chunks == "error":
                 raise ValueError(f"{describe(i, empty[0])} is empty: it has no tokens, so there is nothing to embed. "
@@ -357,17 +365,18 @@ def pplx_v2_query_row(prefix_id: int, tokens: list[int]) -> dict[str, list[int]]
     return {"input_ids": ids, "chunk_ids": [0] * len(ids), "num_chunks": 1}
 
 
-def pplx_v2_document_row(encode, chunks: list[str], prefix: str, marker: str) -> dict[str, list[int]]:
-    """A document in pplx-embed-v2-context's layout: `prefix + marker.join(chunks)` tokenised once by `encode`
-    (text -> ids, character offsets; special-token strings read as text, the non-special marker matched), each
-    token pooled into the chunk whose characters it overlaps, -1 for the prefix and the markers. A literal marker
-    inside a chunk is tokenised as the marker but stays in its chunk; an empty chunk owns no token.
+def pplx_v2_document_row(encoded: tuple[list[int], list[tuple[int, int]]], chunks: list[str], prefix: str,
+                         marker: str) -> dict[str, list[int]]:
+    """A document in pplx-embed-v2-context's layout from `encoded`, the ids and character offsets of
+    `prefix + marker.join(chunks)` tokenised once (special-token strings read as text, the non-special marker
+    matched): each token pooled into the chunk whose characters it overlaps, -1 for the prefix and the markers. A
+    literal marker inside a chunk is tokenised as the marker but stays in its chunk; an empty chunk owns no token.
 
-    >>> tokens = {"P ab||c": ([7, 8, 9, 9, 5], [(0, 1), (1, 4), (4, 5), (5, 6), (6, 7)])}  # P, " ab", |, |, c
-    >>> pplx_v2_document_row(tokens.get, ["ab", "", "c"], prefix="P ", marker="|")
+    >>> encoded = ([7, 8, 9, 9, 5], [(0, 1), (1, 4), (4, 5), (5, 6), (6, 7)])  # "P ab||c": P, " ab", |, |, c
+    >>> pplx_v2_document_row(encoded, ["ab", "", "c"], prefix="P ", marker="|")
     {'input_ids': [7, 8, 9, 9, 5], 'chunk_ids': [-1, 0, -1, -1, 2], 'num_chunks': 3}
     """
-    ids, offsets = encode(prefix + marker.join(chunks))
+    ids, offsets = encoded
     ends, start = [], len(prefix)
     for chunk in chunks:
         ends.append(start + len(chunk))

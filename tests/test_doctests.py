@@ -38,7 +38,7 @@ WITHOUT_DOCTESTS = {
     "contextembed.stores.postgres",
     # framework adapters: glue around the doctested grouping rule, tested in each real framework
     "contextembed.integrations.haystack", "contextembed.integrations.langchain",
-    "contextembed.integrations.llamaindex", "contextembed.integrations.ray",
+    "contextembed.integrations.llamaindex",
     # export, runtimes and the pplx converter: glue around torch.onnx, onnxruntime, openvino and transformers,
     # tested against torch and against a restated reference in tests/backends and tests/test_convert.py
     "contextembed.backends.export", "contextembed.backends.runtime", "contextembed.convert",
