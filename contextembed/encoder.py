@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from contextembed.batching import token_budget_batches
+from contextembed.prefetch import prefetched
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
 from contextembed.mixing import check_local_mix, mix_alone
 from contextembed.modeling import (
@@ -29,6 +30,7 @@ from contextembed.modeling import (
     check_count,
     check_output_dim,
     normalize_documents,
+    normalize_titles,
 )
 from contextembed.quantization import PRECISIONS, codes_raw_vectors, quantize
 
@@ -62,6 +64,10 @@ class ContextEmbedder:
         # What `encode_documents(local_mix=None)` uses: set it once (`model.local_mix = 0.1`) and every call uses it,
         # including the calls a RAG framework makes with this encoder. Not saved with the checkpoint.
         self.local_mix = 0.0
+        # Host work beside the model: batches padded this many ahead in a thread (0: each when the model needs it),
+        # and documents tokenised up to `prepare_group` at a time there (None: all at once, before the first pass).
+        self.prefetch = 2
+        self.prepare_group: int | None = 256
         if device is not None:
             self.model.to(device)
 
@@ -173,7 +179,7 @@ class ContextEmbedder:
             batch_size: most documents per forward pass.
             max_tokens_per_batch: most padded tokens per forward pass (documents are sorted by length); `None`:
                 `default_max_tokens_per_batch(device)` (2048 on CPU, 16384 on an accelerator).
-            show_progress_bar: `None` shows it when there are more than 8 batches.
+            show_progress_bar: `None` shows it for more than 256 documents.
             convert_to_tensor: return torch tensors instead of numpy arrays.
             output_dim: Matryoshka size (one of the checkpoint's dims); cut, then re-normalised.
             precision: one of `PRECISIONS`; int8/uint8/binary/ubinary use the checkpoint's fixed scheme.
@@ -275,9 +281,13 @@ class ContextEmbedder:
         caller that tokenises anyway: the server tokenises each request once, to check its limits and count its
         usage before it queues it, and embeds those rows."""
         _check_options(batch_size, max_tokens_per_batch, precision, normalize)
-        return self._encode_rows(list(rows), batch_size=batch_size, max_tokens_per_batch=max_tokens_per_batch,
-                                 show_progress_bar=show_progress_bar, output_dim=output_dim, precision=precision,
-                                 normalize=normalize, unit="documents")
+        rows = list(rows)
+        check_output_dim(self.config, output_dim)
+        if not rows:
+            return []
+        return self._encode_rows([(0, rows)], len(rows), batch_size=batch_size,
+                                 max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
+                                 output_dim=output_dim, precision=precision, normalize=normalize, unit="documents")
 
     def _encode(self, documents, *, task, titles, batch_size, max_tokens_per_batch, show_progress_bar, output_dim,
                 precision, normalize, long_documents, empty_chunks, warn_long_chunks=False) -> list[np.ndarray]:
@@ -285,37 +295,90 @@ class ContextEmbedder:
         if len(documents) == 0:
             check_output_dim(self.config, output_dim)  # no forward pass runs to check it
             return []
-        rows = self.processor.tokenize_documents(documents, task=task, titles=titles, long_documents=long_documents,
-                                                 empty_chunks=empty_chunks)
-        if warn_long_chunks:
-            _warn_long_chunks(rows, self.config.max_seq_length)
-        return self._encode_rows(rows, batch_size=batch_size, max_tokens_per_batch=max_tokens_per_batch,
-                                 show_progress_bar=show_progress_bar, output_dim=output_dim, precision=precision,
-                                 normalize=normalize, unit="documents" if task == "document" else "queries")
+        check_output_dim(self.config, output_dim)
+        titles = normalize_titles(titles, len(documents))
+        long_chunks: list[tuple[int, int]] = []
 
-    def _encode_rows(self, rows, *, batch_size, max_tokens_per_batch, show_progress_bar, output_dim, precision,
-                     normalize, unit) -> list[np.ndarray]:
+        def groups():
+            """Documents tokenised a group at a time, in the prefetch thread beside the model's passes: groups grow
+            from `batch_size` documents (the first pass starts soon) to `prepare_group` (passes are planned within a
+            group, so a large one pads little)."""
+            first, step = 0, min(batch_size, self.prepare_group or len(documents))
+            while first < len(documents):
+                try:
+                    rows = self.processor.tokenize_documents(
+                        documents[first : first + step], task=task, long_documents=long_documents,
+                        empty_chunks=empty_chunks, titles=titles[first : first + step] if any(titles) else None)
+                except ValueError as error:
+                    raise _renumbered(error, first) from None
+                if warn_long_chunks:
+                    long_chunks.extend(_long_chunks(rows, self.config.max_seq_length, first))
+                yield first, rows
+                first, step = first + step, min(2 * step, self.prepare_group or len(documents))
+
+        results = self._encode_rows(groups(), len(documents), batch_size=batch_size,
+                                    max_tokens_per_batch=max_tokens_per_batch, show_progress_bar=show_progress_bar,
+                                    output_dim=output_dim, precision=precision, normalize=normalize,
+                                    unit="documents" if task == "document" else "queries")
+        if long_chunks:
+            _warn_long_chunks(long_chunks, self.config.max_seq_length)
+        return results
+
+    def _encode_rows(self, groups, count: int, *, batch_size, max_tokens_per_batch, show_progress_bar, output_dim,
+                     precision, normalize, unit) -> list[np.ndarray]:
+        """Embed rows that come in groups (`(index of the group's first row, rows)`), `count` rows in all: each
+        group's rows batched by `token_budget_batches`, every batch padded (and, on CUDA, pinned) in the prefetch
+        thread while the model runs the one before; results copied back without waiting on CUDA."""
         if max_tokens_per_batch is None:
             max_tokens_per_batch = default_max_tokens_per_batch(self.device)
-        if len(rows) == 0:
-            check_output_dim(self.config, output_dim)
-            return []
-        batches = token_budget_batches([len(r["input_ids"]) for r in rows], batch_size, max_tokens_per_batch)
-        if show_progress_bar is None:
-            show_progress_bar = len(batches) > 8
-        results: list[np.ndarray | None] = [None] * len(rows)
-        progress = _progress(batches, show_progress_bar, unit)
+        results: list[np.ndarray | None] = [None] * count
+        cuda = self.device.type == "cuda"
+
+        def batches():
+            for first, rows in groups:
+                for batch in token_budget_batches([len(r["input_ids"]) for r in rows], batch_size,
+                                                  max_tokens_per_batch):
+                    features = self.processor.pad([rows[i] for i in batch])
+                    if cuda:
+                        features = {k: v.pin_memory() for k, v in features.items()}
+                    yield [first + i for i in batch], [rows[i]["num_chunks"] for i in batch], features
+
+        def finish(done) -> None:
+            indices, chunks, vectors, copied = done
+            if copied is not None:
+                copied.synchronize()  # the copy back of this batch has landed
+            vectors = vectors.numpy()  # (B, C, D), cut and normalised by the model
+            for row, (i, n) in enumerate(zip(indices, chunks)):
+                results[i] = vectors[row, :n]
+
         scheme = self.config.int8_scheme
         if precision in ("int8", "uint8") and codes_raw_vectors(scheme):
             normalize = False  # pplx-embed's schemes code the unnormalised chunk vector
-        with torch.inference_mode():
-            for batch_indices in progress:
-                features = self.processor.pad([rows[i] for i in batch_indices])
-                features = {k: v.to(self.device) for k, v in features.items()}
-                out = self.model(**features, output_dim=output_dim, normalize=normalize)
-                vectors = out.chunk_embeddings.float().cpu().numpy()  # (B, C, D), cut and normalised by the model
-                for row, i in enumerate(batch_indices):
-                    results[i] = vectors[row, : rows[i]["num_chunks"]]
+        progress = _progress(count, show_progress_bar, unit)
+        pending = None
+        source = prefetched(batches(), depth=self.prefetch) if self.prefetch else batches()
+        try:
+            with torch.inference_mode():
+                for indices, chunks, features in source:
+                    features = {k: v.to(self.device, non_blocking=cuda) for k, v in features.items()}
+                    out = self.model(**features, output_dim=output_dim, normalize=normalize)
+                    vectors, copied = out.chunk_embeddings.float(), None
+                    if cuda:  # queue the copy back and go on: the next batch is launched before this one is read
+                        vectors = vectors.to("cpu", non_blocking=True)
+                        copied = torch.cuda.Event()
+                        copied.record()
+                    if pending is not None:
+                        finish(pending)
+                    pending = (indices, chunks, vectors, copied)
+                    if progress is not None:
+                        progress.update(len(indices))
+                if pending is not None:
+                    finish(pending)
+        finally:
+            if progress is not None:
+                progress.close()
+            if hasattr(source, "close"):
+                source.close()
         if precision != "float32":
             results = [quantize(v, precision, self.config.int8_clip_sigmas, scheme) for v in results]
         return results
@@ -379,19 +442,32 @@ def default_max_tokens_per_batch(device: torch.device | str) -> int:
     return 2048 if torch.device(device).type == "cpu" else 16384
 
 
-def _warn_long_chunks(rows: list[dict], window: int) -> None:
-    """One warning for the chunks a chunker made longer than a window (a long text with no sentence boundary, say):
-    each still gets its one vector, but that vector averages pieces pooled in separate windows."""
+def _long_chunks(rows: list[dict], window: int, first: int = 0) -> list[tuple[int, int]]:
+    """(document, tokens) of every chunk longer than a window, documents numbered from `first`."""
     long = []
-    for doc, row in enumerate(rows):
+    for doc, row in enumerate(rows, first):
         lengths = np.bincount(np.asarray(row["chunk_ids"]) + 1, minlength=row["num_chunks"] + 1)[1:]  # (C,)
         long += [(doc, int(n)) for n in lengths if n > window]
-    if long:
-        logger.warning(
-            "%d chunk(s) are longer than a window of %d tokens (the first: %d tokens, in document %d); each is "
-            "embedded as the mean of pieces pooled in separate windows, so one vector stands for a long span: "
-            "split such text into smaller chunks (for example chunker='tokens')", len(long), window, long[0][1],
-            long[0][0])
+    return long
+
+
+def _warn_long_chunks(long: list[tuple[int, int]], window: int) -> None:
+    """One warning for the chunks a chunker made longer than a window (a long text with no sentence boundary, say):
+    each still gets its one vector, but that vector averages pieces pooled in separate windows."""
+    logger.warning(
+        "%d chunk(s) are longer than a window of %d tokens (the first: %d tokens, in document %d); each is "
+        "embedded as the mean of pieces pooled in separate windows, so one vector stands for a long span: "
+        "split such text into smaller chunks (for example chunker='tokens')", len(long), window, long[0][1],
+        long[0][0])
+
+
+def _renumbered(error: ValueError, first: int) -> ValueError:
+    """A tokeniser's error about "document i" / "query i" of a group, renumbered to the whole input's index."""
+    import re
+
+    message = re.sub(r"\b(document|query) (\d+)\b", lambda m: f"{m.group(1)} {int(m.group(2)) + first}",
+                     str(error), count=1)
+    return ValueError(message)
 
 
 def _as_list(values, name: str, expected: str) -> list:
@@ -401,12 +477,13 @@ def _as_list(values, name: str, expected: str) -> list:
     return list(values)
 
 
-def _progress(batches, show: bool, unit: str):
-    if not show:
-        return batches
+def _progress(count: int, show: bool | None, unit: str):
+    """A bar over `count` documents (None: shown for more than 256), or None."""
+    if show is False or (show is None and count <= 256):
+        return None
     from tqdm.auto import tqdm
 
-    return tqdm(batches, desc=f"Encoding {unit}", unit="batch")
+    return tqdm(total=count, desc=f"Encoding {unit}", unit=unit[:-1] if unit.endswith("s") else unit)
 
 
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # the names the command line accepts

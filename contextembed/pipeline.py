@@ -2,7 +2,8 @@
 a batch ahead, and handed on in commit batches bounded by documents and by tokens.
 
     encoder = CorpusEncoder(contextembed.load(), chunker="sentences")
-    for batch in prefetched(commit_batches(encoder.prepare, iter(read_corpus("corpus.jsonl")), 1000, 262_144)):
+    batches = commit_batches(encoder.prepare, iter(read_corpus("corpus.jsonl")), 1000, 262_144)
+    for batch in prefetched(batches):         # contextembed.prefetch: prepared in a thread, a batch ahead
         vectors = encoder.embed(batch)        # one (chunks, dim) array per document, in order
         ...                                   # written, then dropped: memory holds a batch or two
 
@@ -13,8 +14,6 @@ passes: the same vectors, bit for bit.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -116,52 +115,3 @@ def commit_batches(prepare: Callable[[list[Document]], list[Prepared]], document
             break
     if batch:
         yield batch
-
-
-def prefetched(items: Iterator, depth: int = 1) -> Iterator:
-    """`items`, produced in a thread up to `depth` ahead of the caller (tokenisers and torch release the GIL, so the
-    host's preparation runs beside the model's pass). Order is kept; an error raised while producing surfaces here,
-    in the caller; when the caller stops early (an interrupt, an error, `close`), the thread stops too.
-
-    >>> list(prefetched(iter(range(5))))
-    [0, 1, 2, 3, 4]
-    """
-    check_count(depth, "depth")
-    handoff: queue.Queue = queue.Queue(maxsize=depth)
-    stopped = threading.Event()
-    done = object()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                while not stopped.is_set():
-                    try:
-                        handoff.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stopped.is_set():
-                    return
-            outcome = (done, None)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread, which raises it
-            outcome = (done, error)
-        while not stopped.is_set():
-            try:
-                handoff.put(outcome, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
-    thread = threading.Thread(target=produce, name="contextembed-prefetch", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item, error = handoff.get()
-            if item is done:
-                if error is not None:
-                    raise error
-                return
-            yield item
-    finally:
-        stopped.set()
-        thread.join(timeout=5)

@@ -41,7 +41,7 @@ from .windowing_contextembed import (
     token_budget_batches,
     window_cost,
 )
-from .inputs_contextembed import check_count, check_text, normalize_documents
+from .inputs_contextembed import check_count, check_text, normalize_documents, normalize_titles
 from .processing_contextembed import ContextEmbedProcessor, EmptyChunks, LongDocuments, Task
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
     "late_chunk_sums",
     "loading_problems",
     "normalize_documents",
+    "normalize_titles",
     "pad_token_id",
     "plan_windows",
     "token_budget_batches",
