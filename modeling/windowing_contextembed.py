@@ -38,7 +38,7 @@ def plan_windows(
     piece_spans: list[tuple[int, int]], length: int, budget: int, overlap: float
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Cover `length` tokens with windows of at most `budget` tokens whose edges fall on piece edges; consecutive
-    windows share about `overlap` of the budget, and the last one reaches back a full budget from the end.
+    windows share about `overlap` of the budget.
 
     Args:
         piece_spans: `(start, end)` of each piece, sorted, non-overlapping, each at most `budget` long.
@@ -69,11 +69,7 @@ def plan_windows(
         # next piece edge (so it covers new tokens); the piece ending there is at most `budget` long, so its
         # start qualifies and the search always succeeds.
         next_end = ends[bisect_right(ends, end)]
-        previous, start = start, starts[bisect_left(starts, max(start + 1, end - stride_back, next_end - budget))]
-        if start + budget >= length:
-            # The last window: as full as the budget allows, so the document's closing chunks keep a window's
-            # worth of context before them instead of the short tail a fixed stride would leave.
-            start = starts[bisect_left(starts, max(previous + 1, length - budget))]
+        start = starts[bisect_left(starts, max(start + 1, end - stride_back, next_end - budget))]
 
     window_starts = [ws for ws, _ in windows]
     window_ends = [we for _, we in windows]

@@ -28,9 +28,8 @@ def run(model, processor, docs, **kwargs):
 def reference_plan(spans, length, budget, overlap):
     """The windowing rule restated plainly (quadratic, from the docs): windows end at the furthest piece edge within
     the budget; the next starts at the first piece start past the previous start, no earlier than the overlap
-    allows, that reaches a new edge, except the last (the one that reaches the end), which starts at the first piece
-    start past the previous start from which the end is within the budget; each piece goes to the containing window
-    with the most context on its thinner side, then in all, then the earliest."""
+    allows, that reaches a new edge; each piece goes to the containing window with the most context on its
+    thinner side, then in all, then the earliest."""
     starts = sorted({0, *(s for s, _ in spans)})
     ends = sorted({length, *(e for _, e in spans)})
 
@@ -43,10 +42,7 @@ def reference_plan(spans, length, budget, overlap):
         windows.append((start, end))
         if end >= length:
             break
-        previous = start
         start = min(s for s in starts if s > start and s >= end - int(budget * overlap) and reach(s) > end)
-        if reach(start) >= length:
-            start = min(s for s in starts if s > previous and s + budget >= length)
     owners = []
     for s, e in spans:
         options = []
