@@ -1,0 +1,175 @@
+"""The host's share of encoding: its ceiling per core against the tokenizer alone, and whether it hides behind a
+device that blocks.
+
+    python bench/host.py [--copies 4] [--repeats 3]
+
+Corpus: the shipped sets' documents (real English, one-sentence chunks), `--copies` times over. Models: random
+weights with real tokenisers (`bench/_models.py`): BERT (MiniLM's WordPiece), Qwen3 and pplx-embed-v2-context (a
+byte-level BPE of Qwen's kind trained here).
+
+1. **Host ceiling**, on one core (the process pinned to it, one torch thread, the tokenizer's own threads off): tokens/s
+   of `encode_documents` with a negligible backbone (one layer, hidden 32) against `tokenize_text` alone on the same
+   chunks, per layout, and the padding ratio (padded ÷ real tokens) of the passes.
+2. **A blocking device**, simulated on both cores: a forward pre-hook on the backbone sleeps in proportion to the
+   call's tokens (a synchronous accelerator blocks the calling thread without using the CPU), scaled so the sleeps
+   add up to the host's time H (the whole encode with the negligible backbone and no sleep, as before prefetching).
+   Measured: the run as before (each batch prepared when the model needs it; `prefetch=0`) against now (batches
+   prepared in a thread beside the model), each against H + D and max(H, D).
+3. **A plain CPU run** with the default model (MiniLM): now against before, side by side, to show nothing is slower.
+
+Repeats are interleaved; medians are compared. Last line: the blocking device's ratio now ÷ max(H, D).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_result  # noqa: E402
+import _models  # noqa: E402
+
+import contextembed  # noqa: E402
+
+
+def timed(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def as_before(encoder) -> None:
+    """Each batch padded when the model needs it, every document tokenised before the first pass."""
+    encoder.prefetch, encoder.prepare_group = 0, None
+
+
+def as_now(encoder) -> None:
+    encoder.prefetch, encoder.prepare_group = 2, 256
+
+
+class Passes:
+    """Counts the real and padded tokens of the backbone's calls; with `seconds_per_token`, sleeps that long per
+    real token before each call (the simulated device)."""
+
+    def __init__(self, backbone, seconds_per_token: float = 0.0):
+        self.real = self.padded = 0
+        self.seconds_per_token = seconds_per_token
+        self.handle = backbone.register_forward_pre_hook(self, with_kwargs=True)
+
+    def __call__(self, module, args, kwargs):
+        ids, mask = kwargs["input_ids"], kwargs.get("attention_mask")
+        real = int(mask.sum()) if mask is not None else ids.numel()
+        self.real += real
+        self.padded += ids.numel()
+        if self.seconds_per_token:
+            time.sleep(real * self.seconds_per_token)
+
+    def remove(self) -> None:
+        self.handle.remove()
+
+
+def host_ceiling(documents, repeats: int) -> dict:
+    """Per layout, on one core: the encoder's and the tokenizer's tokens/s, and the passes' padding ratio."""
+    out = {}
+    for layout in _models.LAYOUTS:
+        encoder = _models.encoder(layout)
+        chunks = [c for d in documents for c in d]
+        tokens = sum(len(r["input_ids"]) for r in encoder.processor.tokenize_documents(documents, task="document"))
+        alone = timed(lambda: encoder.processor.tokenize_text(chunks), repeats)
+        as_now(encoder)
+        passes = Passes(encoder.model.backbone)
+        encode = timed(lambda: encoder.encode_documents(documents, show_progress_bar=False), repeats)
+        passes.remove()
+        out[layout] = {"tokens": tokens, "tokenizer_tokens_per_second": sum(
+            len(t) for t in encoder.processor.tokenize_text(chunks)) / alone,
+            "encode_tokens_per_second": tokens / encode, "padding_ratio": passes.padded / passes.real}
+        out[layout]["encode_over_tokenizer"] = out[layout]["encode_tokens_per_second"] / out[layout][
+            "tokenizer_tokens_per_second"]
+    return out
+
+
+def blocking_device(documents, repeats: int) -> dict:
+    encoder = _models.encoder("bert")
+    as_before(encoder)
+    run = lambda: encoder.encode_documents(documents, show_progress_bar=False)  # noqa: E731
+    host = timed(run, repeats)
+    passes = Passes(encoder.model.backbone)
+    run()
+    passes.remove()
+    device = host
+    sleeping = Passes(encoder.model.backbone, seconds_per_token=device / passes.real)
+    times = {"before": [], "now": []}
+    for _ in range(repeats):
+        for name, setting in (("before", as_before), ("now", as_now)):
+            setting(encoder)
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    sleeping.remove()
+    before, now = (statistics.median(times[k]) for k in ("before", "now"))
+    return {"host_seconds": host, "device_seconds": device, "before_seconds": before, "now_seconds": now,
+            "before_over_sum": before / (host + device), "now_over_max": now / max(host, device),
+            "now_over_before": now / before}
+
+
+def plain_cpu(documents, repeats: int) -> dict:
+    encoder = contextembed.load()
+    times = {"before": [], "now": []}
+    for _ in range(repeats + 1):
+        for name, setting in (("before", as_before), ("now", as_now)):
+            setting(encoder)
+            start = time.perf_counter()
+            encoder.encode_documents(documents, show_progress_bar=False)
+            times[name].append(time.perf_counter() - start)
+    before, now = (statistics.median(times[k][1:]) for k in ("before", "now"))
+    return {"before_seconds": before, "now_seconds": now, "now_over_before": now / before}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=4, help="the shipped documents this many times over")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--parts", nargs="+", choices=("ceiling", "device", "cpu"), default=["ceiling", "device", "cpu"])
+    args = parser.parse_args()
+    documents = _models.shipped_texts() * args.copies
+    data, lines = {"documents": len(documents)}, []
+    if "device" in args.parts:
+        data["device"] = d = blocking_device(documents, args.repeats)
+        lines.append(f"- **blocking device** (BERT layout, negligible backbone, sleeps adding up to the host's "
+                     f"{d['host_seconds']:.1f} s): before {d['before_over_sum']:.2f} × (host + device), now "
+                     f"{d['now_over_max']:.2f} × max(host, device) (now ÷ before {d['now_over_before']:.2f})")
+    if "cpu" in args.parts:
+        data["cpu"] = c = plain_cpu(documents[: len(documents) // args.copies], args.repeats)
+        lines.append(f"- **plain CPU run**, default model (MiniLM), both cores: now ÷ before {c['now_over_before']:.3f}")
+    if "ceiling" in args.parts:
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        torch.set_num_threads(1)
+        data["ceiling"] = ceiling = host_ceiling(documents, args.repeats)
+        lines.append("- **host ceiling on one core** (negligible backbone; tokens/s of the whole encode against "
+                     "the tokenizer alone on the same chunks; padded ÷ real tokens of the passes):")
+        lines += [f"  - {layout}: encode {c['encode_tokens_per_second']:,.0f} tokens/s, tokenizer "
+                  f"{c['tokenizer_tokens_per_second']:,.0f} tokens/s (encode ÷ tokenizer "
+                  f"{c['encode_over_tokenizer']:.2f}), padding {c['padding_ratio']:.3f}"
+                  for layout, c in ceiling.items()]
+    lines.insert(0, f"{len(documents):,} documents: the shipped sets' {len(documents) // args.copies} documents "
+                    f"{args.copies} times over, one-sentence chunks.")
+    print("\n".join(lines))
+    write_result("host", "python bench/host.py " + " ".join(sys.argv[1:]), lines, data)
+    if "device" in data:
+        print(f"blocking device, now / max(host, device): {data['device']['now_over_max']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
