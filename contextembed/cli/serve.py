@@ -49,6 +49,9 @@ def add_commands(commands) -> None:
                             "there were clients at work during the last call (default 20 ms; 0: never waits)")
     serve.add_argument("--max-queued-chunks", type=options.positive_int, default=65536,
                        help="chunks waiting before requests are refused with 503 (default 65536)")
+    serve.add_argument("--no-docs", action="store_true",
+                       help="do not serve the OpenAPI schema (/openapi.json) and its browser (/docs); they are behind "
+                            "the API key when keys are set")
     serve.add_argument("--no-request-merging", action="store_true",
                        help="one request per forward pass (to measure what merging concurrent requests gains)")
     serve.add_argument("--workers", type=options.positive_int, default=1,
@@ -101,7 +104,7 @@ def settings_from(args: argparse.Namespace):
                              batch_size=args.batch_size, max_merged_tokens=args.max_merged_tokens,
                              merge_wait=args.merge_wait_ms / 1000,
                              max_queued_chunks=args.max_queued_chunks,
-                             merge_requests=not args.no_request_merging)
+                             merge_requests=not args.no_request_merging, docs=not args.no_docs)
     return settings, name
 
 

@@ -2,12 +2,15 @@
 
 `create_app(model, settings)` serves `POST /v1/embeddings` (OpenAI), `POST /v1/contextualizedembeddings`
 (Perplexity's `input` or Voyage's `inputs`) and `GET /v1/models`, behind the API key when keys are set; `GET /health`
-(200 once the model is loaded and the batcher runs, no key) and `GET /metrics` (Prometheus). No route reads or writes
-files or loads a model.
+(200 once the model is loaded and the batcher runs, no key), `GET /metrics` (Prometheus), and the OpenAPI schema of
+all of them (`GET /openapi.json`, browsable at `GET /docs`; behind the key when keys are set, off with `docs=False`).
+Request bodies are typed (`contextembed.serve.schemas`). No route reads or writes files or loads a model.
 
-Errors, by the exception handlers: a `RequestError` (raised by the validation layer, or by the batcher when its queue
-is full) is answered with its status and message; Starlette's own HTTP errors (no such route, a body over the limit)
-in the same shape; any other exception is a bug of ours: 500 naming only its type, the traceback in the server's log.
+Errors, by the exception handlers, in the error shape of the API the request speaks (`{"error": {...}}` for OpenAI
+and Perplexity, `{"detail": ...}` for Voyage): a body that does not match its schema is a 400 naming the field; a
+`RequestError` (raised by the validation layer, or by the batcher when its queue is full) is answered with its status
+and message; Starlette's own HTTP errors (no such route, a body over the limit) in the same shape; any other
+exception is a bug of ours: 500 naming only its type, the traceback in the server's log.
 """
 
 from __future__ import annotations
@@ -23,11 +26,25 @@ from typing import Annotated
 from contextembed.serve.batcher import Batcher
 from contextembed.serve.metrics import Metrics, MetricsMiddleware
 from contextembed.serve.protocol import Job, Limits, RequestError, parse_contextualized, parse_embeddings, response
+from contextembed.serve.schemas import (
+    ERRORS,
+    ContextualizedRequest,
+    ContextualizedResponse,
+    EmbeddingsResponse,
+    ModelList,
+    OpenAIEmbeddingsRequest,
+    PerplexityRequest,
+    VoyageRequest,
+    describe,
+    field_name,
+)
 from contextembed.serve.validation import Validator
 
 try:
     from fastapi import APIRouter, Depends, FastAPI, Request
-    from fastapi.responses import JSONResponse, Response
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
     from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
     from prometheus_client import CONTENT_TYPE_LATEST
     from starlette.concurrency import run_in_threadpool
@@ -50,6 +67,7 @@ class ServeSettings:
     merge_wait: float = 0.02  # most seconds the worker waits for the last call's clients to send again
     max_queued_chunks: int = 65536
     merge_requests: bool = True  # False: one request per forward pass (for measuring what merging gains)
+    docs: bool = True  # serve the OpenAPI schema (/openapi.json) and its browser (/docs)
 
 
 class Service:
@@ -99,28 +117,26 @@ async def require_key(served: Served,
         raise RequestError("a valid API key is required (Authorization: Bearer <key>)", status=401)
 
 
-async def openai_job(request: Request, served: Served) -> Job:
-    return await served.validator.job(request, parse_embeddings)
-
-
-async def contextualized_job(request: Request, served: Served) -> Job:
-    return await served.validator.job(request, parse_contextualized)
-
-
 api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(require_key)])
 
 
-@api.post("/embeddings")
-async def embeddings(job: Annotated[Job, Depends(openai_job)], served: Served) -> Response:
-    return await served.answer(job)
+@api.post("/embeddings", response_class=Response, responses={200: {"model": EmbeddingsResponse}, **ERRORS})
+async def embeddings(body: OpenAIEmbeddingsRequest, request: Request, served: Served) -> Response:
+    """OpenAI's embeddings: each text embedded as a query (or, with `input_type: document`, as a one-chunk document)."""
+    request.state.api = "openai"
+    return await served.answer(await served.validator.job(body.model_dump(), parse_embeddings))
 
 
-@api.post("/contextualizedembeddings")
-async def contextualized(job: Annotated[Job, Depends(contextualized_job)], served: Served) -> Response:
-    return await served.answer(job)
+@api.post("/contextualizedembeddings", response_class=Response,
+          responses={200: {"model": ContextualizedResponse}, **ERRORS})
+async def contextualized(body: ContextualizedRequest, request: Request, served: Served) -> Response:
+    """Contextual chunk embeddings: Perplexity's shape (`input`) or Voyage's (`inputs`), every chunk's vector made
+    with its whole document in view."""
+    request.state.api = "voyage" if isinstance(body, VoyageRequest) else "perplexity"
+    return await served.answer(await served.validator.job(body.model_dump(), parse_contextualized))
 
 
-@api.get("/models")
+@api.get("/models", response_model=ModelList)
 async def models(served: Served) -> dict:
     return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "contextembed"}
                                        for name in served.settings.model_names]}
@@ -144,7 +160,28 @@ async def prometheus(served: Served) -> Response:
 
 
 async def refused(request: Request, problem: RequestError) -> JSONResponse:
-    return JSONResponse(problem.body(), status_code=problem.status, headers=problem.headers)
+    return JSONResponse(problem.body(getattr(request.state, "api", None)), status_code=problem.status,
+                        headers=problem.headers)
+
+
+async def malformed(request: Request, problem: RequestValidationError) -> JSONResponse:
+    """A body that does not match its route's schema: 400, naming the first field that does not (what it must be,
+    what came), in the shape of the API the body speaks."""
+    errors = problem.errors() or [{"type": "", "loc": ("body",), "msg": "the body is malformed"}]
+    first, body = errors[0], problem.body
+    if request.url.path.endswith("/contextualizedembeddings"):
+        request.state.api = "voyage" if isinstance(body, dict) and "inputs" in body else "perplexity"
+        schema = VoyageRequest if request.state.api == "voyage" else PerplexityRequest
+    else:
+        schema = OpenAIEmbeddingsRequest
+    if first["type"] == "json_invalid":
+        message = f"the body is not JSON: {first.get('ctx', {}).get('error', first['msg'])}"
+    elif isinstance(body, dict) and "input" in body and "inputs" in body:
+        message = "send either input (Perplexity's shape) or inputs (Voyage's), not both"
+    else:
+        message = describe(first, list(schema.model_fields))
+    located = len(first.get("loc", ())) > 1 and first["type"] != "json_invalid"
+    return await refused(request, RequestError(message, param=field_name(tuple(first["loc"])) if located else None))
 
 
 async def http_error(request: Request, problem: HTTPException) -> JSONResponse:
@@ -169,14 +206,44 @@ async def lifespan(app: FastAPI):
     await run_in_threadpool(served.batcher.close)  # in-flight and queued jobs finish first
 
 
+docs = APIRouter(dependencies=[Depends(require_key)], include_in_schema=False)
+
+
+@docs.get("/openapi.json")
+async def openapi(request: Request, served: Served) -> JSONResponse:
+    return JSONResponse(schema_of(request.app, served.settings.model_names))
+
+
+def schema_of(app: FastAPI, model_names: list[str]) -> dict:
+    """The app's OpenAPI schema, with `model` in every request listed as the names served here."""
+    schema = app.openapi()
+    for name, component in schema.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and "model" in component.get("properties", {}):
+            component["properties"]["model"]["enum"] = list(model_names)
+    return schema
+
+
+@docs.get("/docs")
+async def swagger() -> HTMLResponse:
+    return get_swagger_ui_html(openapi_url="/openapi.json", title="contextembed")
+
+
 def create_app(model, settings: ServeSettings) -> FastAPI:
-    app = FastAPI(title="contextembed", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
-                  max_body_size=settings.limits.max_body_bytes)
+    from contextembed import __version__
+
+    # FastAPI's own schema routes carry no key check: ours (`docs`) do.
+    app = FastAPI(title="contextembed", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None, max_body_size=settings.limits.max_body_bytes,
+                  description="Contextual chunk embeddings (late chunking): OpenAI's, Perplexity's and Voyage's "
+                              "embedding APIs over one model.")
     app.state.service = Service(model, settings)
     app.include_router(api)
     app.include_router(probes)
+    if settings.docs:
+        app.include_router(docs)
     app.add_middleware(MetricsMiddleware, metrics=app.state.service.metrics, prefix=API_PREFIX)
     app.add_exception_handler(RequestError, refused)
+    app.add_exception_handler(RequestValidationError, malformed)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, internal_error)
     return app

@@ -37,7 +37,17 @@ class RequestError(ValueError):
         super().__init__(message)
         self.status, self.param, self.headers = status, param, headers or {}
 
-    def body(self) -> dict:
+    def body(self, api: str | None = None) -> dict:
+        """The error in `api`'s shape: Voyage's `{"detail": message}` (what its client reads), else OpenAI's (which
+        Perplexity's follows).
+
+        >>> RequestError("dimensions must be a positive integer", param="dimensions").body()["error"]["type"]
+        'invalid_request_error'
+        >>> RequestError("inputs[0] is empty").body("voyage")
+        {'detail': 'inputs[0] is empty'}
+        """
+        if api == "voyage":
+            return {"detail": str(self)}
         kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error"}.get(self.status, "error")
         return {"error": {"message": str(self), "type": kind, "param": self.param, "code": self.status}}

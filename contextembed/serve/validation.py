@@ -1,14 +1,14 @@
 """The user-input boundary: a request becomes a checked `Job`, or a `RequestError` (4xx) that names the problem.
 
-Everything the server does before a job is queued checks what the client sent: the JSON body, the served model, the
-fields of its API (`protocol`), the limits, the dimension and the tokens (the Python API's own checks, word for
+Everything the server does before a job is queued checks what the client sent: the body's types (its route's schema,
+`schemas`, checked by FastAPI before this layer), the served model, the fields of its API (`protocol`), the limits,
+the dimension and the tokens (the Python API's own checks, word for
 word). A `ValueError` raised there is the client's: it becomes a `RequestError` with its message as is. Past this
 layer nothing is the client's fault: any exception is ours, and the application answers it 500 (`app`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -16,7 +16,6 @@ from contextembed.serve.protocol import Job, Limits, RequestError, check_model, 
 
 try:
     from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("the server needs FastAPI, uvicorn and prometheus-client: pip install 'contextembed[serve]'"
                       ) from error
@@ -40,28 +39,15 @@ def user_input(param: str | None = None) -> Iterator[None]:
         raise RequestError(str(problem), param=param) from problem
 
 
-async def read_json(request: Request) -> dict:
-    """The body as a JSON object. Its size is bounded before it is read (the application's `max_body_size`: 413)."""
-    raw = await request.body()
-    try:
-        body = json.loads(raw)
-    except ValueError as problem:  # UnicodeDecodeError included
-        raise RequestError(f"the body is not JSON: {problem}") from None
-    if not isinstance(body, dict):
-        raise RequestError(f"the body must be a JSON object, got {type(body).__name__}")
-    return body
-
-
 class Validator:
     """Checks requests for one served `model` under `names` and `limits`."""
 
     def __init__(self, model, names: list[str], limits: Limits):
         self.model, self.names, self.limits = model, set(names), limits
 
-    async def job(self, request: Request, parse: Callable[[dict, str], Job]) -> Job:
-        """The request's checked job: the body, model and fields on the event loop (cheap), the limits and the
-        tokenisation in the thread pool (the request's own size)."""
-        body = await read_json(request)
+    async def job(self, body: dict, parse: Callable[[dict, str], Job]) -> Job:
+        """The checked job of a body its route's schema accepted: the model and fields on the event loop (cheap),
+        the limits and the tokenisation in the thread pool (the request's own size)."""
         served = check_model(body, self.names)
         with user_input():
             job = parse(body, served)

@@ -71,10 +71,13 @@ def test_a_bad_request_is_the_clients_error_in_the_python_apis_words(faulty, ref
     assert answer.status_code == 400 and answer.json()["error"]["message"] == str(python.value)
     with pytest.raises(ValueError) as python:
         reference.encode_documents([["rent"]], output_dim=5)
-    answer = post(url, {"inputs": [["rent"]], "model": "tiny", "output_dimension": 5})
+    answer = post(url, {"input": [["rent"]], "model": "tiny", "dimensions": 5})
     error = answer.json()["error"]
-    assert answer.status_code == 400 and error["param"] == "output_dimension"
+    assert answer.status_code == 400 and error["param"] == "dimensions"
     assert error["message"] == str(python.value).replace("output_dim", "the dimension")  # the wire's word for it
+    answer = post(url, {"inputs": [["rent"]], "model": "tiny", "output_dimension": 5})  # Voyage's error shape
+    assert answer.status_code == 400 and answer.json() == {
+        "detail": str(python.value).replace("output_dim", "the dimension")}
 
 
 @pytest.mark.parametrize(("body", "step"), [
@@ -85,8 +88,8 @@ def test_a_failing_internal_step_is_a_500_with_its_traceback_in_the_log(faulty, 
     url, log = faulty
     answer = post(url, body)
     assert answer.status_code == 500, answer.text
-    assert answer.json()["error"] == {"message": "internal error: ValueError", "type": "error", "param": None,
-                                      "code": 500}
+    assert answer.json() == ({"detail": "internal error: ValueError"} if "inputs" in body else {"error": {
+        "message": "internal error: ValueError", "type": "error", "param": None, "code": 500}})
     assert step not in answer.text and "Traceback" not in answer.text  # nothing of our internals to the client
     assert httpx.get(url + "/health").status_code == 200  # one failed request, not a failed server
     logged = last_escaped_exception(log, until=f"ValueError: {step}")
