@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODEL_NAME = "contextembed-all-MiniLM-L6-v2"
 BASELINE_MODEL_NAME = "contextembed-all-MiniLM-L6-v2-untrained"
 # Bump when the way a cached model is built changes (a changed delta needs no bump: its digest is in the cache key).
-CACHE_VERSION = 37
+CACHE_VERSION = 38
 WINDOW_HEAD_TOKENS = 48
 SEPARATOR_INIT = "."  # the token whose embedding row the separator's row starts from
 DELTA = "default_model_delta.safetensors"

@@ -350,6 +350,11 @@ class ContextEmbedder:
             vectors = vectors.numpy()  # (B, C, D), cut and normalised by the model
             for row, (i, n) in enumerate(zip(indices, chunks)):
                 results[i] = vectors[row, :n]
+                if not np.isfinite(results[i]).all():
+                    chunk = int(np.flatnonzero(~np.isfinite(results[i]).all(axis=1))[0])
+                    raise ValueError(f"the model gave {unit[:-1] if unit == 'documents' else 'query'} {i}, chunk "
+                                     f"{chunk} a vector with NaN or infinite values: the checkpoint's weights or "
+                                     "its dtype (float16 overflows) are broken, and no vector of it can be ranked")
 
         scheme = self.config.int8_scheme
         if precision in ("int8", "uint8") and codes_raw_vectors(scheme):

@@ -34,6 +34,14 @@ def codes_raw_vectors(scheme: Int8Scheme) -> bool:
     return scheme != "unit"
 
 
+def check_finite(vectors: np.ndarray, what: str) -> None:
+    """A `ValueError` naming the first row of `vectors` (..., d) that holds NaN or an infinity."""
+    finite = np.isfinite(vectors)
+    if not finite.all():
+        row = np.argwhere(~finite.all(axis=-1))[0]
+        raise ValueError(f"{what} hold NaN or infinite values (row {', '.join(map(str, row))}): a NaN has no code")
+
+
 def quantize(embeddings: np.ndarray, precision: Precision, clip_sigmas: float = 5.0,
              scheme: Int8Scheme = "unit") -> np.ndarray:
     """Code float vectors (..., d) at `precision`; the same vector always gets the same code.
@@ -54,12 +62,17 @@ def quantize(embeddings: np.ndarray, precision: Precision, clip_sigmas: float = 
     [[192, 64, 192, 64]]
     >>> quantize(np.array([[1, -1, 1, 1, -1, -1, -1, 1.0]]), "ubinary").tolist()
     [[177]]
+    >>> quantize(np.array([[0.5, np.nan]]), "int8")
+    Traceback (most recent call last):
+    ...
+    ValueError: the vectors to code hold NaN or infinite values (row 0): a NaN has no code
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     embeddings = np.asarray(embeddings, dtype=np.float32)
     if precision == "float32":
         return embeddings
+    check_finite(embeddings, "the vectors to code")
     dim = embeddings.shape[-1]
     if scheme not in INT8_SCHEMES:
         raise ValueError(f"scheme must be one of {INT8_SCHEMES}, got {scheme!r}")

@@ -63,8 +63,11 @@ class ContextEmbedConfig(PreTrainedConfig):
         max_seq_length (`int`, *optional*):
             Tokens per forward pass (the window). `None` uses the backbone's `max_position_embeddings`; a larger
             value than the backbone's positions is an error.
-        window_overlap (`float`, *optional*, defaults to `0.5`):
-            Fraction of a window shared with the next one when a document is longer than `max_seq_length`.
+        window_overlap (`float`, *optional*, defaults to `0.0`):
+            Fraction of a window's text shared with the next one when a document is longer than `max_seq_length`.
+            0: consecutive windows abut (with `window_head_tokens` carried into each), so a long document costs about
+            `max_seq_length / (max_seq_length - window_head_tokens)` passes over its tokens; 0.5 (the default of
+            earlier releases) about twice that. Chosen on long-document validation sets (docs/long-documents.md).
         window_head_tokens (`int`, *optional*, defaults to `0`):
             Opening tokens of a document carried into every later window as context (never pooled).
         bidirectional (`bool`, *optional*, defaults to `True`):
@@ -101,7 +104,7 @@ class ContextEmbedConfig(PreTrainedConfig):
         head_activation: str | None = None,
         normalize: bool = True,
         max_seq_length: int | None = None,
-        window_overlap: float = 0.5,
+        window_overlap: float = 0.0,
         window_head_tokens: int = 0,
         bidirectional: bool = True,
         default_precision: str = "float32",

@@ -320,3 +320,15 @@ def test_token_windows_over_a_long_text_raise_no_length_warning(built, capfd, ca
         (result,) = model.encode_documents([" ".join(["the lease rent"] * 200)], chunker=contextembed.TokenChunks(32))
     assert len(result) > 10
     assert "longer than the specified maximum sequence length" not in caplog.text + capfd.readouterr().err
+
+
+def test_a_checkpoint_whose_output_is_not_finite_is_named(built):
+    """A broken checkpoint (a NaN weight, a float16 overflow) is a ValueError naming the document and chunk, never
+    NaN vectors handed on to a ranking or a store."""
+    encoder = contextembed.load(built["bert"][0])
+    with torch.no_grad():
+        encoder.model.projection.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"the model gave document 0, chunk 0 a vector with NaN or infinite values"):
+        encoder.encode_documents([["the rent", "she pays"]], precision="int8")
+    with pytest.raises(ValueError, match=r"the model gave query 0, chunk 0"):
+        encoder.encode_queries(["who pays"])

@@ -94,8 +94,10 @@ def oracle(model, processor, chunks, titles=None):
 
 
 class TestWindows:
-    def test_long_document_matches_window_oracle(self, model_and_processor):
+    @pytest.mark.parametrize("overlap", [0.0, 0.5])  # the default, and the default of earlier releases
+    def test_long_document_matches_window_oracle(self, model_and_processor, overlap):
         model, processor = model_and_processor
+        model.config.window_overlap = overlap
         chunks = long_document(30)
         got = run(model, processor, [chunks])[0]
         expected, n_windows = oracle(model, processor, chunks)
@@ -172,7 +174,7 @@ class TestWindows:
         import weakref
 
         model, processor = model_and_processor
-        batch = processor([long_document(60, seed=6), long_document(50, seed=7)])
+        batch = processor([long_document(160, seed=6), long_document(150, seed=7)])
         earlier, alive_at_each_call, run_backbone = [], [], model._run_backbone
 
         def recording(*args, **kwargs):
