@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Literal
 
+from contextembed.choices import CHUNKERS, ChunkerName
 from contextembed.modeling import check_count, check_text
 
-CHUNKERS = ("sentences", "paragraphs", "markdown", "tokens")
-ChunkerName = Literal["sentences", "paragraphs", "markdown", "tokens"]
 
 
 @dataclass(frozen=True)

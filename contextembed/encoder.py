@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 
+from contextembed.choices import DTYPES, DType
 from contextembed.batching import token_budget_batches
 from contextembed.prefetch import prefetched
 from contextembed.chunking import Chunk, ChunkerLike, chunk_text
@@ -35,7 +36,7 @@ from contextembed.modeling import (
 from contextembed.quantization import PRECISIONS, codes_raw_vectors, quantize
 
 if TYPE_CHECKING:
-    from contextembed.backends.runtime import Backend
+    from contextembed.choices import Backend
 
 logger = logging.getLogger(__name__)
 
@@ -491,8 +492,6 @@ def _progress(count: int, show: bool | None, unit: str):
     return tqdm(total=count, desc=f"Encoding {unit}", unit=unit[:-1] if unit.endswith("s") else unit)
 
 
-DTYPES = ("float32", "bfloat16", "float16", "auto")  # the names the command line accepts
-DType = Literal["float32", "bfloat16", "float16", "auto"]
 
 
 def native_bf16(device: str | torch.device | None = None) -> bool:

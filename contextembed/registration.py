@@ -4,8 +4,9 @@
 `contextembed` model type, but registering imports transformers and torch, seconds of CPU that `contextembed --help`
 should not pay. So `import contextembed` calls `register_when_transformers_loads()`: if transformers is already
 imported the classes are registered at once; otherwise a one-shot import hook registers them right after transformers
-finishes importing, before any Auto class can be used. If it is `contextembed.modeling` that imports transformers, the
-classes are registered when that package has finished importing (they are defined in it).
+finishes importing, before any Auto class can be used. If it is one of `contextembed.modeling`'s files that imports
+transformers, the classes are registered when no file of that package is still being imported (they are defined in
+them). `contextembed.modeling` itself is light: importing it imports neither transformers nor torch.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import threading
 
 _lock = threading.Lock()
 _registered = False
-WATCHED = ("transformers", "contextembed.modeling")
+# The files of contextembed.modeling that import transformers (and define the classes registered).
+MODELING_FILES = tuple(f"contextembed.modeling.{name}_contextembed" for name in ("configuration", "modeling",
+                                                                                  "processing"))
+WATCHED = ("transformers", *MODELING_FILES)
 
 
 def register_auto_classes() -> None:
@@ -76,8 +80,9 @@ class _RegisteringLoader(importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         self.loader.exec_module(module)
-        if module.__name__ == "transformers" and "contextembed.modeling" in sys.modules:
-            return  # contextembed.modeling is importing transformers: register once it is complete
+        others = [name for name in WATCHED if name != module.__name__]
+        if "transformers" not in sys.modules or any(_initializing(name) for name in others):
+            return  # transformers is not loaded yet, or a file of ours is importing it: register after that one
         if self.finder in sys.meta_path:
             sys.meta_path.remove(self.finder)
         register_auto_classes()

@@ -8,19 +8,21 @@ length for long documents and the deterministic int8 scheme.
 
 from __future__ import annotations
 
-import numbers
 import warnings
-from typing import Literal
 
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
-Precision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
-INT8_SCHEMES = ("unit", "tanh", "bounded")
-Int8Scheme = Literal["unit", "tanh", "bounded"]
-HEAD_ACTIVATIONS = (None, "tanh")
-DEFAULT_CHUNK_TOKEN = "<|chunk_sep|>"
+from .choices_contextembed import (  # noqa: F401 - the config's closed sets, defined where no import is heavy
+    DEFAULT_CHUNK_TOKEN,
+    HEAD_ACTIVATIONS,
+    INT8_SCHEMES,
+    PRECISIONS,
+    Int8Scheme,
+    Precision,
+    is_integer,
+)
+
 # Keys that older config.json files carry and that are read, checked and dropped: the value each must hold (the only
 # behaviour left), and why it went.
 REMOVED_KEYS = {
@@ -255,15 +257,6 @@ def drop_removed_keys(kwargs: dict) -> None:
         if received != value:
             raise ValueError(f"{key} was removed ({why}): a config that sets it loads only with {key}={value!r}, "
                              f"got {received!r}")
-
-
-def is_integer(value) -> bool:
-    """An integer (Python's or numpy's), and not a bool.
-
-    >>> is_integer(3), is_integer(True), is_integer(3.0)
-    (True, False, False)
-    """
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 __all__ = ["ContextEmbedConfig", "DEFAULT_CHUNK_TOKEN", "HEAD_ACTIVATIONS", "INT8_SCHEMES", "PRECISIONS",

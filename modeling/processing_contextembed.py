@@ -17,20 +17,21 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Literal
 
 import torch
 from transformers.processing_utils import ProcessorMixin
 
+from .choices_contextembed import (
+    EMPTY_CHUNK_MODES,
+    INPUT_LAYOUTS,
+    LONG_DOCUMENT_MODES,
+    TASKS,
+    EmptyChunks,
+    LongDocuments,
+    Task,
+)
 from .inputs_contextembed import check_count, check_text, normalize_documents, normalize_titles
 
-LONG_DOCUMENT_MODES = ("window", "error")
-EMPTY_CHUNK_MODES = ("error", "zero")
-TASKS = ("query", "document")
-INPUT_LAYOUTS = ("contextembed", "pplx-v2")
-LongDocuments = Literal["window", "error"]
-EmptyChunks = Literal["error", "zero"]  # a chunk with no tokens: refused, or kept as an all-zero vector
-Task = Literal["query", "document"]
 
 
 class ContextEmbedProcessor(ProcessorMixin):

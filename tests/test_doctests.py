@@ -30,7 +30,7 @@ WITHOUT_DOCTESTS = {
     "contextembed.training.batches", "contextembed.training.model",
     # the command line: parsing and dispatch, tested through `main` in tests/test_cli.py and beside each command
     "contextembed.cli.checkpoints", "contextembed.cli.corpus", "contextembed.cli.evaluate",
-    "contextembed.cli.options", "contextembed.cli.train", "contextembed.cli.serve", "contextembed.cli.choices",
+    "contextembed.cli.options", "contextembed.cli.train", "contextembed.cli.serve",
     # the server's routes and worker thread: tested over HTTP on a real process in tests/serve
     "contextembed.serve.app", "contextembed.serve.batcher", "contextembed.serve.ray_serve",
     # the stores' database glue: tested against the real databases in tests/stores

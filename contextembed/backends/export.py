@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from contextembed.choices import EXPORT_FORMATS, QUANTIZATIONS
 from contextembed.backends.core import (
     FINGERPRINT_KEY,
     INPUT_NAMES,
@@ -31,9 +32,7 @@ from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel
 
 logger = logging.getLogger(__name__)
 
-EXPORT_FORMATS = ("onnx", "openvino")
 ExportFormat = Literal["onnx", "openvino"]
-QUANTIZATIONS = ("int8",)
 ONNX_FILE = "onnx/model.onnx"
 ONNX_INT8_FILE = "onnx/model_qint8.onnx"
 OPENVINO_FILE = "openvino/openvino_model.xml"

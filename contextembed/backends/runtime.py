@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from contextembed.choices import BACKENDS, Backend
 from contextembed.backends.core import FINGERPRINT_KEY, INPUT_NAMES, weights_fingerprint
 from contextembed.modeling import (
     ContextEmbedConfig,
@@ -25,8 +26,6 @@ from contextembed.modeling import (
     window_length,
 )
 
-BACKENDS = ("torch", "onnx", "openvino")
-Backend = Literal["torch", "onnx", "openvino"]
 DEFAULT_FILES = {"onnx": "onnx/model.onnx", "openvino": "openvino/openvino_model.xml"}
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "openvino")}
 

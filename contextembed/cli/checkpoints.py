@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from contextembed.cli.choices import EXPORT_FORMATS, QUANTIZATIONS
+from contextembed.choices import EXPORT_FORMATS, QUANTIZATIONS
 from contextembed.cli.options import non_negative_int, positive_int
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from contextembed.cli import options
-from contextembed.cli.choices import COMMIT_TOKENS, PRECISIONS
+from contextembed.choices import COMMIT_TOKENS, PRECISIONS
 CORPUS_HELP = ("the corpus: a .txt/.md file or a folder of them, a JSON-lines file (.jsonl, .jsonl.gz: one document a "
                "line, 'id' or '_id' and 'text', or its chunks as 'chunks' or 'sentences'; optional 'title' and "
                "'metadata'), or Parquet (a file or a folder of them, the same columns)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from contextembed.cli import options
-from contextembed.cli.choices import DATASET_LAYOUTS
+from contextembed.choices import DATASET_LAYOUTS
 
 
 def add_commands(commands) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from contextembed.cli.choices import BACKENDS, CHUNKERS, DTYPES
+from contextembed.choices import BACKENDS, CHUNKERS, DTYPES
 
 
 def _count(least: int):

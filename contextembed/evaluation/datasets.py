@@ -9,7 +9,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
-DATASET_LAYOUTS = ("context-bench", "conteb", "beir")
+from contextembed.choices import DATASET_LAYOUTS  # noqa: F401 - the layouts, defined once (the command line's too)
+
 DatasetLayout = Literal["context-bench", "conteb", "beir"]
 
 # The sets that ship with the package (see each SOURCE.md), in the layout each is in: three contextual sets and a

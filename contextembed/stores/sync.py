@@ -17,12 +17,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from contextembed.choices import COMMIT_TOKENS
 from contextembed.corpus import Document
 from contextembed.pipeline import CorpusEncoder, commit_batches
 from contextembed.prefetch import prefetched
 from contextembed.stores.base import DocumentVectors, StoreInfo, VectorStore
 
-COMMIT_TOKENS = 262_144  # tokens per commit by default: with 2048-d float32 vectors, about 40 MB of vectors
 
 
 @dataclass

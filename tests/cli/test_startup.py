@@ -29,21 +29,22 @@ def test_python_dash_m_is_the_command():
     assert error.returncode == 2 and "the following arguments are required: path, query" in error.stderr
 
 
-def test_the_choices_are_the_librarys():
-    from contextembed.backends.export import EXPORT_FORMATS, QUANTIZATIONS
+def test_the_parser_s_choices_are_the_library_s_own_and_import_nothing_heavy():
+    """The command line reads its choices from `contextembed.choices`, where each library module reads them too: one
+    definition, no copies, and loading it imports neither torch nor transformers."""
+    code = ("import sys; import contextembed.choices; from contextembed.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.strip() == "[]", run.stderr
+    from contextembed import choices
+    from contextembed.backends.export import EXPORT_FORMATS
     from contextembed.backends.runtime import BACKENDS
     from contextembed.chunking import CHUNKERS
-    from contextembed.cli import choices
     from contextembed.encoder import DTYPES
-    from contextembed.evaluation.datasets import DATASET_LAYOUTS
-    from contextembed.quantization import PRECISIONS
-    from contextembed.stores.sync import COMMIT_TOKENS
 
-    assert choices.COMMIT_TOKENS == COMMIT_TOKENS
-    assert (choices.BACKENDS, choices.CHUNKERS, choices.DTYPES, choices.PRECISIONS, choices.EXPORT_FORMATS,
-            choices.QUANTIZATIONS, choices.DATASET_LAYOUTS) == (
-        tuple(BACKENDS), tuple(CHUNKERS), tuple(DTYPES), tuple(PRECISIONS), tuple(EXPORT_FORMATS),
-        tuple(QUANTIZATIONS), tuple(DATASET_LAYOUTS))
+    assert (CHUNKERS, DTYPES, BACKENDS, EXPORT_FORMATS) == (choices.CHUNKERS, choices.DTYPES, choices.BACKENDS,
+                                                             choices.EXPORT_FORMATS)
+    assert CHUNKERS is choices.CHUNKERS  # the same object: imported, not copied
 
 
 def test_a_count_is_refused_in_the_library_s_words(capsys):
