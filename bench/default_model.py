@@ -14,7 +14,8 @@ Every figure in MODEL_CARD.md (and each cached checkpoint's card) is read from t
   which chose the recipe's settings, so validation figures, not test results;
 - `untrained`: the same sections for the untrained baseline (with `shipped`, `leases` or `validation`);
 - `training`: the recipe run's minutes per stage, whether it reproduced the packaged delta tensor for tensor, and
-  the rerun model's figures on the contextual shipped sets (`--recipe-run`).
+  the rerun model's figures on the contextual shipped sets (`--recipe-run`);
+- `recipe`: the recipe's settings the card states (seed, widths, steps), read from its file at every run.
 
 `--parts` recomputes only some sections and keeps the others from the existing file. One block is not measured by
 this script: `independent_families`, Answer@1 on document families none of the project's sets contain, measured by
@@ -34,7 +35,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "contextembed" / "default_model_results.json"
-PARTS = ("shipped", "int8", "untrained", "leases", "validation", "training")
+PARTS = ("shipped", "int8", "untrained", "leases", "validation", "training", "recipe")
+
+
+def recipe_fields() -> dict:
+    """The recipe's settings the card states (seed, Matryoshka widths, each stage's steps and LoRA rank), so that
+    rendering the card needs no training code."""
+    from contextembed.training.recipe import load_recipe
+
+    recipe = load_recipe("default")
+    first = recipe.stages[0].config
+    return {"seed": first.seed, "matryoshka_dims": list(first.losses.matryoshka_dims),
+            "stages": [{"name": s.name, "max_steps": s.config.schedule.max_steps,
+                        "lora_rank": s.config.adapters.lora_rank} for s in recipe.stages]}
 
 
 def evaluate(model, datasets, **options) -> dict:
@@ -119,6 +132,7 @@ def main() -> None:
                                                 "shipped": evaluate(rerun, contextual)}}
         if args.training_note:
             results["training"]["note"] = args.training_note
+    results["recipe"] = recipe_fields()  # what the card says of the recipe: read from its file, nothing measured
     measured = results.setdefault("measured", {})
     for part in sorted(parts):  # each section keeps the run that measured it; paths by name only
         measured[part] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

@@ -40,8 +40,8 @@ def _get(results: dict, *keys):
     return results
 
 
-def summary(results: dict, recipe, window_head_tokens: int) -> str:
-    dims = recipe.stages[0].config.losses.matryoshka_dims
+def summary(results: dict, window_head_tokens: int) -> str:
+    dims = results["recipe"]["matryoshka_dims"]
     leases = _get(results, "models", "default", "leases")
     leases = (f" On the README's six leases it puts the asked lease's copy of a clause first among six identical "
               f"copies for {leases['hits']} of {leases['questions']} questions (untrained: "
@@ -52,18 +52,20 @@ def summary(results: dict, recipe, window_head_tokens: int) -> str:
             f"{window_head_tokens} tokens of a document carried into every later window.{leases} A small model: read the limitations before relying on it.")
 
 
-def training(results: dict, recipe) -> str:
-    """The recipe in a paragraph: its stages as `contextembed/recipes/default.json` has them, minutes as measured."""
-    first, second = recipe.stages  # the text below describes this recipe's two stages
+def training(results: dict) -> str:
+    """The recipe in a paragraph: its stages as `contextembed/recipes/default.json` has them (copied into the results
+    file's `recipe` by bench/default_model.py), minutes as measured."""
+    recipe = results["recipe"]
+    first, second = recipe["stages"]  # the text below describes this recipe's two stages
     stages = {s["name"]: s for s in _get(results, "training", "stages") or []}
-    minutes = " + ".join(f"{stages[s.name]['minutes']:g}" for s in (first, second) if s.name in stages)
+    minutes = " + ".join(f"{stages[s['name']]['minutes']:g}" for s in (first, second) if s["name"] in stages)
     bound = "at most " if _get(results, "training", "note") else ""
     timing = f" ({bound}{minutes} minutes on {results['training']['threads']} CPU threads)" if minutes else ""
     return ("`contextembed train --recipe default OUT --data training-data.jsonl` retrains it from the untrained "
             "baseline and seed "
-            f"{first.config.seed}, in two stages{timing}: {first.config.schedule.max_steps} steps of L_doc + L_dist + "
-            f"L_within + L_keep (LoRA rank {first.config.adapters.lora_rank} on every linear layer and the separator "
-            f"row), then {second.config.schedule.max_steps} steps of L_mix, which teaches one pass what a second pass "
+            f"{recipe['seed']}, in two stages{timing}: {first['max_steps']} steps of L_doc + L_dist + "
+            f"L_within + L_keep (LoRA rank {first['lora_rank']} on every linear layer and the separator "
+            f"row), then {second['max_steps']} steps of L_mix, which teaches one pass what a second pass "
             "over each chunk alone adds. The data are families of near-identical copies of real text (Python, Perl "
             "and Debian documentation, man pages) that differ in a name, alias, version, author or a section's "
             "scope, plus recipes, doc sections and FAQ questions (`data_builders/training_data.py`).\n\nThe settings "
@@ -185,11 +187,9 @@ def _fields(name: str, summary_text: str, results_text: str, limitations_text: s
 
 def default_card_fields(name: str, window_head_tokens: int) -> dict:
     """How the default model's card differs from a generic checkpoint's (see `contextembed.model_card`)."""
-    from contextembed.training.recipe import load_recipe
-
-    results, recipe = load_results(), load_recipe("default")
-    return {**_fields(name, summary(results, recipe, window_head_tokens), results_section(results),
-                      limitations(results), "", model_index(results)), "training": training(results, recipe)}
+    results = load_results()
+    return {**_fields(name, summary(results, window_head_tokens), results_section(results),
+                      limitations(results), "", model_index(results)), "training": training(results)}
 
 
 def baseline_card_fields(name: str, window_head_tokens: int) -> dict:

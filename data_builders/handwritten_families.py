@@ -18,7 +18,7 @@ by (builds 29 and 30); `handwritten-pronoun` adds three more pronoun families â€
 file (three men), a hospital ward's notes â€” each with 8 asked sentences that say only "she", "he", "her" or "his",
 and puts them beside the field report, near only (29 asked sentences, 232 queries).
 
-No generator of `contextembed.training.families` and no training source makes text like this; the set is for
+No generator of `data_builders/training_families.py` and no training source makes text like this; the set is for
 choosing settings only (see the model card), never trained on. Its text is ours (CC0).
 """
 

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import blingfire
 
-from contextembed.training.sources import rest_blocks as blocks
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from training_sources import rest_blocks as blocks  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "contextembed" / "evaluation" / "data" / "pyfaq"
 PAGES = ["general", "programming", "design", "library", "extending", "windows", "gui", "installed"]

@@ -48,20 +48,20 @@ from validation_sets import write_set  # noqa: E402
 from contextembed.evaluation.datasets import SHIPPED_LAYOUTS, shipped_dataset  # noqa: E402
 from contextembed.evaluation.loaders import load_context_bench  # noqa: E402
 from contextembed.training.data import write_documents  # noqa: E402
-from contextembed.training.families import (  # noqa: E402
+from training_families import (  # noqa: E402
     HELD_OUT_GENERATORS,
     HELD_OUT_TEXTS,
     TRAINING_GENERATORS,
     family_documents,
     split_texts,
 )
-from contextembed.training.sources import (  # noqa: E402
+from training_sources import (  # noqa: E402
     exclude_evaluation_documents,
     python_doc_documents,
     recipe_documents,
 )
-from contextembed.training.teacher import Teacher, faq_documents  # noqa: E402
-from contextembed.training.texts import (  # noqa: E402
+from training_teacher import Teacher, faq_documents  # noqa: E402
+from training_texts import (  # noqa: E402
     debian_faq_texts,
     manpage_texts,
     perl_texts,

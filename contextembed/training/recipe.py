@@ -128,8 +128,9 @@ def run_recipe(recipe: Recipe, base: str | Path, output_dir: str | Path, *, data
 
     output_dir, data = Path(output_dir), Path(data or recipe.data)
     if not data.is_file():
-        raise ValueError(f"the recipe trains on {str(data)!r}, which is not a file: build it with "
-                         "data_builders/training_data.py (see its docstring) or pass --data FILE")
+        raise ValueError(f"the recipe trains on {str(data)!r}, which is not a file: pass --data FILE (the default "
+                         "model's training file is built by data_builders/training_data.py in the contextembed source "
+                         "repository, which the installed package does not include)")
     threads = torch.get_num_threads()
     if recipe.threads:
         torch.set_num_threads(recipe.threads)  # the recipe's results are reproducible at its own thread count

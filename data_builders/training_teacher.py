@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from contextembed.training.data import TrainingDocument, lines_document
-from contextembed.training.texts import Text
+from training_texts import Text
 
 
 class EmbeddingCache:

@@ -6,8 +6,8 @@
 - **pydocs**: the Python documentation's reST sources (PSF licence) from Debian's `python3.11-doc`, the FAQ
   left out (it is an evaluation set); a document is a run of sections of one page, a query is a section heading,
   its answer the first paragraph under it, evidence the heading and the following paragraphs.
-- **families** of near-identical documents from real text (`contextembed.training.families`), and natural FAQ
-  questions scored by an independent teacher (`contextembed.training.teacher`).
+- **families** of near-identical documents from real text (`data_builders/training_families.py`), and natural FAQ
+  questions scored by an independent teacher (`data_builders/training_teacher.py`).
 
 Evaluation documents never enter training: they are excluded by id (recipe title, FAQ pages) and by a MinHash
 near-duplicate check against the shipped evaluation sets (`exclude_evaluation_documents`).

@@ -10,9 +10,9 @@ import pytest
 from contextembed.evaluation.datasets import shipped_dataset
 from contextembed.evaluation.loaders import load_context_bench
 from contextembed.training.data import family_batches, read_documents, write_documents
-from contextembed.training.families import GENERATORS, family_documents
-from contextembed.training.sources import exclude_evaluation_documents, recipe_documents
-from tests.training.test_families import real_text
+from training_families import GENERATORS, family_documents
+from training_sources import exclude_evaluation_documents, recipe_documents
+from tests.data_builders.test_training_families import real_text
 
 
 def families(count: int, copies: int = 8, seed: int = 0):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from contextembed.training.data import read_documents, word_labels, write_documents
-from contextembed.training.teacher import EmbeddingCache, Teacher, faq_documents, scaled_scores
-from contextembed.training.texts import Text
+from training_teacher import EmbeddingCache, Teacher, faq_documents, scaled_scores
+from training_texts import Text
 
 VOCABULARY = "install package mirror kernel upgrade release debian archive source network".split()
 

@@ -2,7 +2,7 @@
 
 Each reader returns `Text`s: one per page, manual or speech, with its sections in order (a heading, possibly
 empty, and its prose paragraphs; code, tables and verbatim blocks are skipped). The family generators
-(`contextembed.training.families`) turn them into training and validation documents.
+(`data_builders/training_families.py`) turn them into training and validation documents.
 
 | source | where it comes from | licence |
 |---|---|---|
@@ -183,7 +183,7 @@ def sotu_texts(speeches_folder: str | Path) -> list[Text]:
 
 def python_doc_texts(sources: str | Path, exclude: tuple[str, ...] = ("faq",)) -> list[Text]:
     """One `Text` per reST page, its headings and prose paragraphs (code and directives skipped)."""
-    from contextembed.training.sources import rest_blocks
+    from training_sources import rest_blocks
 
     sources = Path(sources)
     texts = []

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from contextembed.training.families import (
+from training_families import (
     GENERATORS,
     HELD_OUT_GENERATORS,
     HELD_OUT_SOURCES,
@@ -20,7 +20,7 @@ from contextembed.training.families import (
     identities,
     split_texts,
 )
-from contextembed.training.texts import Text
+from training_texts import Text
 
 SENTENCES = [
     "The configuration file is read once when the service starts.",

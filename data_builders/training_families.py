@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextembed.training.data import TrainingDocument, lines_document
-from contextembed.training.texts import Text
+from training_texts import Text
 
 GENERATORS = ("named", "alias", "version", "people", "scoped", "dated")
 HELD_OUT_GENERATORS = ("dated",)  # validation only: never in training
@@ -69,7 +69,7 @@ def identities(generator: str, kind: str, copies: int, rng: random.Random) -> li
     >>> len({i.opening[0] for i in ids}), all(i.names[0] in i.opening[0] for i in ids)
     (3, True)
     """
-    from contextembed.training.names import Names, acronym
+    from training_names import Names, acronym
 
     names, pick = Names(rng), rng.randrange(4)
     fill = dict(kind=kind, K=kind.capitalize())

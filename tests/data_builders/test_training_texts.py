@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 
-from contextembed.training.texts import debian_faq_texts, pod_text, roff_text, sotu_texts
+from training_texts import debian_faq_texts, pod_text, roff_text, sotu_texts
 
 POD = """=head1 NAME
 
