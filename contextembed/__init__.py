@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 # name -> the module that defines it
 _PUBLIC = {
     "PRECISIONS": "contextembed.quantization", "quantize": "contextembed.quantization",
-    "Chunk": "contextembed.chunking", "TokenChunks": "contextembed.chunking", "TokenWindows": "contextembed.chunking",
+    "Chunk": "contextembed.chunking", "TokenChunks": "contextembed.chunking",
     "chunk_text": "contextembed.chunking",
     "ChunkedEmbeddings": "contextembed.encoder", "ContextEmbedder": "contextembed.encoder",
     "maxsim": "contextembed.retrieval", "top_k": "contextembed.ranking", "SearchResult": "contextembed.retrieval",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 
 import torch
@@ -32,7 +31,6 @@ def build_checkpoint(
     separator_init: str = "mean",
     card: dict | None = None,
     overwrite: bool = False,
-    **deprecated,
 ) -> tuple[ContextEmbedModel, ContextEmbedProcessor]:
     """Wrap a backbone for late chunking: add the separator token and the projection, then save.
 
@@ -50,17 +48,10 @@ def build_checkpoint(
             token of the vocabulary whose row it copies (e.g. `"."`).
         card: model-card fields (`title`, `summary`, `base_model`, `results`, `limitations`, ...).
         overwrite: replace a checkpoint already in `output_dir` (a folder holding anything else is refused).
-        embedding_dim: the former name of `projection_dim` (deprecated, removed in the next release).
 
     Returns:
         The model (fp32, eval mode) and its processor.
     """
-    unknown = sorted(set(deprecated) - {"embedding_dim"})
-    if unknown:
-        raise TypeError(f"build_checkpoint() got unexpected keyword arguments {unknown}")
-    if "embedding_dim" in deprecated:
-        warnings.warn("build_checkpoint(embedding_dim=...) is now projection_dim=...", DeprecationWarning, stacklevel=2)
-        projection_dim = deprecated["embedding_dim"] if projection_dim is None else projection_dim
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS} or None, got {preset!r}")
     backbone = Path(backbone)

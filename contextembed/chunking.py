@@ -119,14 +119,6 @@ class TokenChunks:
         return f"TokenChunks(size={self.size}, overlap={self.overlap})"
 
 
-class TokenWindows(TokenChunks):
-    """The former name of `TokenChunks` (deprecated, removed in the next release)."""
-
-    def __init__(self, size: int = 128, overlap: int = 0):
-        warnings.warn("TokenWindows is now TokenChunks", DeprecationWarning, stacklevel=2)
-        super().__init__(size, overlap)
-
-
 ChunkerLike = ChunkerName | TokenChunks | Callable[[str], Sequence]
 
 

@@ -148,8 +148,9 @@ class ContextEmbedder:
         return getattr(self.model, "backend", "torch")
 
     @property
-    def output_dim(self) -> int:
-        """Size of the vectors returned by default (the checkpoint's `output_dim`, else the full size)."""
+    def dim(self) -> int:
+        """The width of the vectors returned when a call asks for none (`output_dim=None`): the checkpoint's default
+        `output_dim`, else its full width (`embedding_dim`)."""
         return self.config.output_dim or self.config.embedding_dim
 
     def encode_documents(
@@ -263,7 +264,7 @@ class ContextEmbedder:
                                long_documents="window", empty_chunks="error")
         if vectors:
             return self._convert(np.concatenate(vectors), convert_to_tensor)
-        return self._convert(quantize(np.zeros((0, output_dim or self.output_dim), np.float32), precision,
+        return self._convert(quantize(np.zeros((0, output_dim or self.dim), np.float32), precision,
                                       self.config.int8_clip_sigmas, self.config.int8_scheme), convert_to_tensor)
 
     def encode_tokenized(

@@ -5,7 +5,7 @@ the store over it.
 Layout, format 4:
 
 - `manifest.json`, the commit point: `format_version`, what the vectors are (the fields of `StoreInfo`: `model`,
-  `output_dim`, `precision`, `chunker`), `generation` (one more at every commit), `num_documents`, `num_chunks`,
+  `dim`, `precision`, `chunker`), `generation` (one more at every commit), `num_documents`, `num_chunks`,
   and the `segments`, each with its `name`, `documents`, `chunks`, and `deleted`: the file in the segment's folder
   that records which of its documents were deleted or replaced since (none: all live);
 - `segments/NAME/`: one segment each (`contextembed.segments`: vectors, chunk records, chunk texts and document
@@ -52,7 +52,7 @@ INDEX_FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 SEGMENTS = "segments"
 MERGE_FACTOR = 10  # segments of one size tier merged into one
-INFO_FIELDS = ("model", "output_dim", "precision", "chunker")
+INFO_FIELDS = ("model", "dim", "precision", "chunker")
 
 _THREADS = threading.Lock()  # flock does not order the threads of one process where fcntl is missing
 _HELD = threading.local()  # the folders whose lock this thread holds (a re-read inside a write takes it once)
@@ -346,7 +346,7 @@ def read_manifest(file: Path) -> dict:
                          "written by a newer contextembed: upgrade the package)")
     if manifest.get("precision") not in PRECISIONS:
         raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {manifest.get('precision')!r}")
-    for name in ("output_dim", "generation"):
+    for name in ("dim", "generation"):
         value = manifest.get(name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{str(file)!r}: {name} must be a non-negative integer, got {value!r}")
@@ -379,7 +379,7 @@ def vector_layout(info: dict) -> tuple[int, np.dtype]:
     from contextembed.scoring import CODE_DTYPES
 
     packed = info["precision"] in ("binary", "ubinary")
-    return info["output_dim"] // 8 if packed else info["output_dim"], np.dtype(CODE_DTYPES.get(info["precision"],
+    return info["dim"] // 8 if packed else info["dim"], np.dtype(CODE_DTYPES.get(info["precision"],
                                                                                               np.float32))
 
 

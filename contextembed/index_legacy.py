@@ -90,7 +90,7 @@ def read_legacy_index(path: str | Path):
         raise ValueError(f"{str(path / 'index.json')!r}: document ids repeat (e.g. "
                          f"{next(i for i in ids if ids.count(i) > 1)!r})")
     info = {k: meta.get(k, "") for k in ("model", "chunker")}
-    info.update(output_dim=meta["output_dim"], precision=meta["precision"])
+    info.update(dim=meta["output_dim"], precision=meta["precision"])
     return Segment.from_documents(documents, width, embeddings.dtype, name="legacy"), info
 
 

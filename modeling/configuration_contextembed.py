@@ -114,8 +114,12 @@ class ContextEmbedConfig(PreTrainedConfig):
         int8_scheme: str = "unit",
         **kwargs,
     ):
-        legacy = kwargs.pop("embedding_dim", None)  # the projection's size under its former name (files before 0.2)
-        projection_dim = legacy if projection_dim is None else projection_dim
+        if "embedding_dim" in kwargs:  # a config.json written before 0.2 named the projection's size so
+            warnings.warn("this config.json names the projection's size embedding_dim, its former name: it is read "
+                          "as projection_dim (save the checkpoint again to write the current name)", DeprecationWarning,
+                          stacklevel=2)
+            legacy = kwargs.pop("embedding_dim")
+            projection_dim = legacy if projection_dim is None else projection_dim
         if isinstance(text_config, dict):
             text_config = dict(text_config)
             if "model_type" not in text_config:
@@ -153,18 +157,6 @@ class ContextEmbedConfig(PreTrainedConfig):
     def embedding_dim(self) -> int:
         """The full width of the model's vectors (before any Matryoshka cut): the projection's, else the hidden size."""
         return self.projection_dim or self.text_config.hidden_size
-
-    @property
-    def full_dim(self) -> int:
-        """Deprecated name of `embedding_dim` (removed in the next release)."""
-        warnings.warn("ContextEmbedConfig.full_dim is now embedding_dim", DeprecationWarning, stacklevel=2)
-        return self.embedding_dim
-
-    @property
-    def allowed_dims(self) -> list[int]:
-        """Deprecated name of `matryoshka_dims`, which now always lists the widths (removed in the next release)."""
-        warnings.warn("ContextEmbedConfig.allowed_dims is now matryoshka_dims", DeprecationWarning, stacklevel=2)
-        return self.matryoshka_dims
 
     def _backbone_positions(self) -> int | None:
         positions = getattr(self.text_config, "max_position_embeddings", None)

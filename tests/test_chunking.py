@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextembed.chunking import CHUNKERS, Chunk, TokenChunks, TokenWindows, chunk_text
+from contextembed.chunking import CHUNKERS, Chunk, TokenChunks, chunk_text
 
 TEXT = (
     "# Lease\nThis lease is for 14 Harbor Street. The tenant is Ana Ruiz.\n\n"
@@ -80,7 +80,3 @@ def test_empty_text_has_no_chunks():
     assert chunk_text("", "paragraphs") == []
 
 
-def test_the_former_name_of_the_token_chunker_still_works_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="TokenWindows is now TokenChunks"):
-        former = TokenWindows(8, 3)
-    assert isinstance(former, TokenChunks) and repr(former) == "TokenChunks(size=8, overlap=3)"

@@ -242,7 +242,7 @@ def test_search_prints_control_characters_escaped(built, tmp_path, capsys):
     text = "\x1b]0;pwned\x07\x1b[2J the tenant pays."
     vectors = model.encode_documents([[text]])[0]
     with IndexStore(tmp_path / "index") as store:
-        store.ensure(StoreInfo(str(built["bert"][0]), model.output_dim, chunker="sentences"))
+        store.ensure(StoreInfo(str(built["bert"][0]), model.dim, chunker="sentences"))
         store.replace([DocumentVectors("lease\x1b[31m.txt", [Chunk(text, 0, len(text))], vectors)])
     out = search(tmp_path / "index", str(built["bert"][0]), capsys)
     assert "\x1b" not in out and "\x07" not in out
@@ -270,6 +270,11 @@ def test_search_json_is_one_ranked_object(setup, capsys):
     assert main(["search", str(corpus), "who is the tenant", "--model", model, "--json", "--compare"]) == 2
 
 
+def legacy_meta(info: StoreInfo) -> dict:
+    """A store's info as releases before format 4 wrote it in index.json (the width as `output_dim`)."""
+    return {"model": info.model, "output_dim": info.dim, "precision": info.precision, "chunker": info.chunker}
+
+
 def write_legacy_index(folder, vectors, records, meta, version=3, documents=None):
     """An index as releases before format 4 wrote it: embeddings.npy, chunks.jsonl and index.json."""
     folder.mkdir(parents=True)
@@ -293,7 +298,7 @@ class TestFormerFormats:
         records = [{"doc": d, "path": doc.id, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
                    for d, doc in enumerate(documents) for j, c in enumerate(doc.chunks)]
         old = tmp_path / "old"
-        write_legacy_index(old, np.concatenate([d.vectors for d in documents]), records, info.to_dict(),
+        write_legacy_index(old, np.concatenate([d.vectors for d in documents]), records, legacy_meta(info),
                            documents=[{"content_hash": d.content_hash, "metadata": d.metadata} for d in documents])
         assert search(old, model, capsys).replace(str(old), str(index)) == before
         capsys.readouterr()
@@ -318,7 +323,7 @@ class TestFormerFormats:
                    for d, doc in enumerate(documents) for j, c in enumerate(doc.chunks)]
         old = tmp_path / "old"
         write_legacy_index(old, np.concatenate([d.vectors for d in documents]), records,
-                           {**info.to_dict(), "int8_clip_sigmas": 5.0, "int8_scheme": "clip"}, version=2)
+                           {**legacy_meta(info), "int8_clip_sigmas": 5.0, "int8_scheme": "clip"}, version=2)
         with open_store(old) as store:
             assert store.info.model == info.model and store.count_chunks() == len(records)
             assert store.document_hashes() == {"company.txt": "", "lease.txt": ""}

@@ -16,9 +16,8 @@ def add_commands(commands) -> None:
     build.add_argument("backbone_dir", help="local folder with the backbone's weights and tokenizer")
     build.add_argument("output_dir", help="folder to write the checkpoint to (new or empty; or a checkpoint, with "
                                           "--overwrite)")
-    build.add_argument("--projection-dim", "--embedding-dim", type=positive_int, dest="projection_dim",
-                       help="projection size (default: none, keep the hidden size; --embedding-dim is its former "
-                            "name)")
+    build.add_argument("--projection-dim", type=positive_int, help="projection size (default: none, keep the hidden "
+                       "size)")
     build.add_argument("--matryoshka-dims", type=positive_int, nargs="+", help="dimensions the vectors may be cut to")
     build.add_argument("--max-seq-length", type=positive_int,
                        help="tokens per forward pass (default: the backbone's position limit)")

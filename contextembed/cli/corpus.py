@@ -102,7 +102,7 @@ def encode_command(args: argparse.Namespace) -> int:
     corpus = read_corpus(args.path)
     with open_store(args.output_dir, overwrite=args.overwrite) as store:  # refuses a folder of other things
         model = options.load_model(args)
-        info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, args.precision, str(chunker))
+        info = StoreInfo(args.model or "default", args.output_dim or model.dim, args.precision, str(chunker))
         store.ensure(info)  # a store of other vectors is refused before anything is embedded
         encoder = CorpusEncoder(model, chunker=chunker, output_dim=args.output_dim, precision=args.precision,
                                 batch_size=args.batch_size)
@@ -178,7 +178,7 @@ def search_command(args: argparse.Namespace) -> int:
     store, model = _searched_store(args)
     with store:
         info = store.info
-        query = model.encode_queries([args.query], output_dim=info.output_dim, precision=info.precision,
+        query = model.encode_queries([args.query], output_dim=info.dim, precision=info.precision,
                                      show_progress_bar=False)
         if args.json:  # ASCII: safe anywhere
             hits = search(store, query[0], args.top_k, evidence=args.evidence)
@@ -189,7 +189,7 @@ def search_command(args: argparse.Namespace) -> int:
         texts = {d.id: document_text([{"start": c.start, "end": c.end, "text": c.text} for c in d.chunks])
                  for d in store.fetch_documents([h.document for h in hits])}
         show_results(args.query, hits, texts, header=_header(store), context=args.context, precision=info.precision,
-                     output_dim=info.output_dim, evidence=bool(args.evidence),
+                     output_dim=info.dim, evidence=bool(args.evidence),
                      int8_clip_sigmas=None if codes_raw_vectors(model.config.int8_scheme) else model.config.int8_clip_sigmas)
         if args.compare:
             vectors, records = store.chunks_in_order()
@@ -212,9 +212,9 @@ def _searched_store(args: argparse.Namespace):
             raise ValueError("--compare re-embeds the chunks, so it needs the documents: pass the corpus folder")
         store = open_store(args.path)
         info = store.info
-        if args.output_dim is not None and args.output_dim != info.output_dim:
+        if args.output_dim is not None and args.output_dim != info.dim:
             store.close()
-            raise ValueError(f"the {store.noun} holds {info.output_dim}-d vectors, got --output-dim {args.output_dim}")
+            raise ValueError(f"the {store.noun} holds {info.dim}-d vectors, got --output-dim {args.output_dim}")
         return store, options.load_model(args, args.model or (None if info.model == "default" else info.model))
     from contextembed.corpus import read_corpus
     from contextembed.pipeline import CorpusEncoder
@@ -222,7 +222,7 @@ def _searched_store(args: argparse.Namespace):
     corpus = read_corpus(args.path)
     model = options.load_model(args)
     store = IndexStore(uri=args.path)
-    info = StoreInfo(args.model or "default", args.output_dim or model.output_dim, "float32", str(chunker))
+    info = StoreInfo(args.model or "default", args.output_dim or model.dim, "float32", str(chunker))
     total = corpus.count()
     sync_corpus(store, corpus, info, CorpusEncoder(model, chunker=chunker, output_dim=args.output_dim,
                                                    batch_size=args.batch_size),
@@ -301,6 +301,6 @@ def _full_width(args: argparse.Namespace) -> int:
     name = args.model or DEFAULT_MODEL_NAME
     path = named_model_path(name) or resolve_checkpoint(name)
     if is_pplx_checkpoint(path):  # converted on load: its width is the conversion's
-        return contextembed.load(str(path)).output_dim
+        return contextembed.load(str(path)).dim
     config = ContextEmbedConfig.from_pretrained(path)
     return config.output_dim or config.embedding_dim

@@ -56,7 +56,6 @@ from contextembed.ranking import first_of, rank_of_first, ranking
 from contextembed.scoring import dot
 
 EVIDENCE_GATE = 10
-TIE_RULE = "equal scores: the lower document id, then the lower sentence index, first"
 MODES = ("contextual", "independent", "whole-document")
 
 
@@ -74,19 +73,6 @@ class ContextQuery:
     answers: list[str]  # accepted answer sentences, as "docid#index"
     evidence: list[list[list[str]]] = field(default_factory=list)  # groups -> alternatives -> sentence ids
     capability: str | None = None
-
-
-# Kept for one release for callers of the old names (scripts/within_document_matching.py): scores are compared
-# exactly now, so the tolerance is 0 and the rank is `contextembed.retrieval.rank_of_first`'s.
-TIE_TOLERANCE = 0.0
-
-
-def tie_aware_rank(scores: np.ndarray, is_hit: np.ndarray, tolerance: float = 0.0) -> tuple[int | None, bool]:
-    """Deprecated: `contextembed.retrieval.rank_of_first` (the one tie rule; `tolerance` must be 0)."""
-    if tolerance:
-        raise ValueError(f"scores are compared exactly (the tie rule of contextembed.retrieval), got tolerance "
-                         f"{tolerance!r}: call contextembed.retrieval.rank_of_first")
-    return rank_of_first(scores, is_hit)
 
 
 def sentence_id(doc_id: str, index: int) -> str:

@@ -45,7 +45,7 @@ class StoreSearch:
     def __call__(self, query: str, k: int | None = None) -> list[DocumentHit]:
         """The best documents for `query`, each with its answer (and evidence, when switched on)."""
         info = self.store.info
-        vector = self.model.encode_queries([query], output_dim=info.output_dim, precision=info.precision,
+        vector = self.model.encode_queries([query], output_dim=info.dim, precision=info.precision,
                                            show_progress_bar=False)[0]
         return search(self.store, vector, k or self.k, evidence=self.evidence, where=self.where)
 

@@ -36,13 +36,19 @@ class StoreInfo:
     """What a store's vectors are; fixed when the store is created."""
 
     model: str
-    output_dim: int
+    dim: int  # the width of the stored vectors (their dimensions, before any packing into bits)
     precision: str = "float32"
     chunker: str = ""
 
     @classmethod
     def from_dict(cls, values: Mapping) -> StoreInfo:
-        values = {k: values[k] for k in ("model", "output_dim", "precision", "chunker") if k in values}
+        """The info a store saved; stores of earlier releases named the width `output_dim`.
+
+        >>> StoreInfo.from_dict({"model": "m", "output_dim": 384, "chunker": "TokenWindows(size=64, overlap=8)"})
+        StoreInfo(model='m', dim=384, precision='float32', chunker='TokenChunks(size=64, overlap=8)')
+        """
+        values = {"dim": values.get("output_dim"), **{k: values[k] for k in ("model", "dim", "precision", "chunker")
+                                                      if k in values}}
         if values.get("chunker"):  # stores written before the token chunker's rename name it by its former name
             values["chunker"] = values["chunker"].replace("TokenWindows(", "TokenChunks(", 1)
         return cls(**values)
@@ -151,7 +157,7 @@ class VectorStore(ABC):
             self._create(info)
             self._info = info
             return info
-        for name in ("output_dim", "precision", "model", "chunker"):
+        for name in ("dim", "precision", "model", "chunker"):
             have, want = getattr(current, name), getattr(info, name)
             if have != want and (name != "chunker" or want):
                 raise ValueError(f"the {self.noun} {self.uri} holds {name}={have!r} vectors, these are "
@@ -295,9 +301,9 @@ def _check_id(document_id) -> None:
 
 def _check_vectors(vectors: np.ndarray, info: StoreInfo, name: str) -> None:
     packed = info.precision in ("binary", "ubinary")  # 8 dimensions a byte
-    if vectors.shape[-1] * (8 if packed else 1) != info.output_dim:
+    if vectors.shape[-1] * (8 if packed else 1) != info.dim:
         raise ValueError(f"{name} have {vectors.shape[-1] * (8 if packed else 1)} dimensions, but the store holds "
-                         f"{info.output_dim}-d vectors")
+                         f"{info.dim}-d vectors")
     check_codes(vectors, info.precision, name)
     if info.precision == "float32" and not np.isfinite(vectors).all():
         raise ValueError(f"{name} hold NaN or infinite values")

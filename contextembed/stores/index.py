@@ -116,7 +116,7 @@ class IndexStore(VectorStore):
             rows = parts[i].segment.rows(d)
             vectors.append(np.asarray(parts[i].segment.vectors[rows.start : rows.stop]))
             records += [{"path": document, "text": parts[i].segment.text(r)} for r in rows]
-        width = self.info.output_dim // 8 if self.info.precision in ("binary", "ubinary") else self.info.output_dim
+        width = self.info.dim // 8 if self.info.precision in ("binary", "ubinary") else self.info.dim
         return (np.concatenate(vectors) if vectors else np.zeros((0, width), np.float32)), records
 
     # --- search -----------------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class LanceStore(VectorStore):
         schema = pa.schema([("key", pa.string()), ("doc_id", pa.string()), ("chunk", pa.int32()),
                             ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
                             ("content_hash", pa.string()), ("metadata", pa.string()), ("tags", pa.list_(pa.string())),
-                            ("vector", pa.list_(pa.float32(), info.output_dim))])
+                            ("vector", pa.list_(pa.float32(), info.dim))])
         self._table = self.db.create_table(self.name, schema=schema, exist_ok=True)
         from lancedb.index import BTree
 

@@ -94,7 +94,7 @@ class PostgresStore(VectorStore):
                 'CREATE TABLE IF NOT EXISTS {} (doc_id text NOT NULL, chunk integer NOT NULL, start integer NOT NULL, '
                 '"end" integer NOT NULL, text text NOT NULL, content_hash text NOT NULL, metadata jsonb NOT NULL, '
                 'embedding vector({}) NOT NULL, PRIMARY KEY (doc_id, chunk))').format(
-                    self.chunks_table, sql.Literal(info.output_dim)))
+                    self.chunks_table, sql.Literal(info.dim)))
             cursor.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (info jsonb NOT NULL)").format(self.info_table))
             cursor.execute(sql.SQL("INSERT INTO {} VALUES (%s)").format(self.info_table), (json.dumps(info.to_dict()),))
 

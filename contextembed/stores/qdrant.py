@@ -91,7 +91,7 @@ class QdrantStore(VectorStore):
 
     def _create(self, info: StoreInfo) -> None:
         datatype = models.Datatype.UINT8 if info.precision == "int8" else models.Datatype.FLOAT32
-        vectors = models.VectorParams(size=info.output_dim, distance=models.Distance.DOT, datatype=datatype)
+        vectors = models.VectorParams(size=info.dim, distance=models.Distance.DOT, datatype=datatype)
         if not self.client.collection_exists(self.name):
             self.client.create_collection(self.name, vectors_config=vectors)
             for key in ("doc_id", "tags", "write"):  # a server filters on these; local mode scans anyway
@@ -99,7 +99,7 @@ class QdrantStore(VectorStore):
                     self.client.create_payload_index(self.name, key, models.PayloadSchemaType.KEYWORD)
         if self.document_search == "multivector" and not self.client.collection_exists(self.docs_name):
             self.client.create_collection(self.docs_name, vectors_config=models.VectorParams(
-                size=info.output_dim, distance=models.Distance.DOT, datatype=datatype,
+                size=info.dim, distance=models.Distance.DOT, datatype=datatype,
                 multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)))
         for name in (self.journal_name, self.info_name):
             if not self.client.collection_exists(name):

@@ -33,7 +33,7 @@ def test_the_reader_view_of_the_server_s_vectors_is_the_search_s(built):
 
     model = contextembed.load(str(path))
     store = IndexStore()
-    store.ensure(StoreInfo("test", model.output_dim))
+    store.ensure(StoreInfo("test", model.dim))
     encoded = model.encode_documents([" ".join(CHUNKS)], chunker=lambda text: _spans(CHUNKS))[0]
     store.replace([DocumentVectors("lease", list(encoded.chunks), encoded.embeddings)])
     (in_python,) = search(store, model.encode_queries([QUERY])[0], k=1, evidence=2)

@@ -60,7 +60,7 @@ def test_a_store_of_other_vectors_is_refused_before_embedding(built, tmp_path, c
     run(capsys, "encode", LEASES, uri, "--model", built["bert"][0])
     assert main(["encode", str(LEASES), uri, "--model", str(built["bert"][0]), "--output-dim", "8",
                  "--no-progress"]) == 2
-    assert "holds output_dim=16 vectors, these are output_dim=8" in capsys.readouterr().err
+    assert "holds dim=16 vectors, these are dim=8" in capsys.readouterr().err
     assert main(["encode", str(LEASES), uri, "--precision", "binary", "--no-progress"]) == 2
     assert "stores keep float32 or int8 vectors" in capsys.readouterr().err
 

@@ -274,7 +274,7 @@ def test_errors_name_the_problem(store):
         store.add_documents([document("a", ["x"], 0)])
     with pytest.raises(ValueError, match="ids repeat in one write"):
         store.replace([document("b", ["x"], 0), document("b", ["y"], 1)])
-    with pytest.raises(ValueError, match="holds output_dim=8 vectors, these are output_dim=16"):
+    with pytest.raises(ValueError, match="holds dim=8 vectors, these are dim=16"):
         store.ensure(StoreInfo("test", 16))
     with pytest.raises(ValueError, match="metadata values are strings, numbers or booleans"):
         store.replace([document("c", ["x"], 0, tags=["a"])])
@@ -303,7 +303,7 @@ def test_a_store_written_under_the_token_chunkers_former_name_takes_more_of_the_
 
 def _check_former_chunker_name(store):
     store.ensure(StoreInfo("test", DIM, chunker="TokenWindows(size=64, overlap=8)"))
-    assert store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=64, overlap=8)")).output_dim == DIM
+    assert store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=64, overlap=8)")).dim == DIM
     with pytest.raises(ValueError, match=r"holds chunker='TokenChunks\(size=64, overlap=8\)' vectors"):
         store.ensure(StoreInfo("test", DIM, chunker="TokenChunks(size=32, overlap=8)"))
 
