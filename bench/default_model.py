@@ -138,7 +138,8 @@ def main() -> None:
         measured[part] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
                           "contextembed": version("contextembed"), "torch": version("torch"),
                           "transformers": version("transformers"),
-                          "command": shlex.join(["python", "bench/default_model.py", *map(_portable, sys.argv[1:])])}
+                          "command": shlex.join(["python", "bench/default_model.py", *map(_portable, sys.argv[1:])]),
+                          "window_overlap": contextembed.load(DEFAULT_MODEL_NAME).config.window_overlap}
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 

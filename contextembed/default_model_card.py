@@ -128,7 +128,11 @@ def validation_table(results: dict) -> str:
     default = _get(results, "models", "default", "validation") or {}
     if not default:
         return ""
-    lines = ["**Validation figures** (these families chose the recipe's settings; `data_builders/training_data.py`):",
+    overlap = _get(results, "measured", "validation", "window_overlap")
+    windows = (f"; measured with windows overlapping by {overlap:g}, the default before windows came to abut, so "
+               "the long families' figures are of those windows" if overlap else "")
+    lines = [f"**Validation figures** (these families chose the recipe's settings; "
+             f"`data_builders/training_data.py`{windows}):",
              "", "| validation family | queries | late chunking Answer@1 | each chunk alone | "
              "untrained, late chunking |",
              "|---|---|---|---|---|"]

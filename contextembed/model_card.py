@@ -77,7 +77,8 @@ def render_model_card(
         "matryoshka": ", ".join(str(d) for d in config.matryoshka_dims),
         "normalization": "L2 after the Matryoshka cut" if config.normalize else "none",
         "window": config.max_seq_length,
-        "overlap": config.window_overlap,
+        "overlap": ("consecutive windows abut, none of a window's text repeated in the next" if not config.window_overlap
+                    else f"consecutive windows share {config.window_overlap:g} of a window's text"),
         "head_tokens": config.window_head_tokens,
         "pooling": _pooling(config, processor),
         "int8": _int8(config),
