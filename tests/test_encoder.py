@@ -187,9 +187,13 @@ class TestEncodeQueries:
             encoder.encode_queries(["rent", 3])
 
     def test_scoring_end_to_end(self, encoder):
+        """A document's score is its best chunk's cosine with the query, computed by hand from the vectors."""
         docs = encoder.encode_documents(DOCS)
-        scores = contextembed.maxsim(encoder.encode_queries(["rent is two"]), docs)
-        assert scores.shape == (1, 4)
+        query = encoder.encode_queries(["rent is two"])
+        scores = contextembed.maxsim(query, docs)
+        expected = [max(float(np.dot(query[0].astype(np.float64), c.astype(np.float64))) for c in d) for d in docs]
+        np.testing.assert_allclose(scores[0], expected, atol=1e-6)
+        assert all(-1 - 1e-6 <= s <= 1 + 1e-6 for s in expected) and len(set(np.round(expected, 6))) > 1
 
 
 class TestEncodeTokenized:

@@ -48,8 +48,14 @@ class TestSentenceTransformers:
         assert (got.cpu() - wide).abs().max() > 1e-4  # the 32-token window was used, not the checkpoint's 64
 
     def test_query_is_one_vector(self, built):
+        """One vector a query, with the query prefix: the encoder's own query vector."""
+        import contextembed
+
         st = ContextEmbedSentenceTransformer(str(built["bert"][0]), device="cpu")
-        assert st.encode_query(["who is the tenant"]).shape == (1, 16)
+        got = st.encode_query(["who is the tenant"])
+        assert got.shape == (1, 16)
+        expected = contextembed.load(str(built["bert"][0])).encode_queries(["who is the tenant"])
+        np.testing.assert_allclose(np.asarray(got), expected, atol=1e-5)
 
     def test_as_chunked(self):
         assert as_chunked([["a", "b", "c"], "d"]) == [{"text": ["a", "b", "c"]}, "d"]

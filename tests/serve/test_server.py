@@ -285,11 +285,15 @@ def test_sigterm_finishes_the_requests_in_flight(checkpoint):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         calls = [pool.submit(httpx.post, url + "/v1/contextualizedembeddings", json=body, timeout=120)
                  for _ in range(4)]
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and _in_flight(url) < 4:
-            time.sleep(0.02)  # wait until all four are being answered, then ask the server to stop
+        in_flight = 0
+        for _ in range(1500):  # wait until all four are being answered, then ask the server to stop
+            in_flight = _in_flight(url)
+            if in_flight == 4 or all(c.done() for c in calls):
+                break
+            time.sleep(0.02)
         process.terminate()
         answers = [c.result() for c in calls]
+    assert in_flight == 4, "the requests were not all in flight when the server was asked to stop: nothing was proved"
     assert process.wait(60) in (0, -15)  # uvicorn re-raises the SIGTERM once it has shut down gracefully
     assert [a.status_code for a in answers] == [200] * 4
     assert all(len(a.json()["data"]) == 6 for a in answers)
