@@ -3,6 +3,8 @@ that both sentence-transformers 5.7 and 6.x load."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import copy
 import json
 
