@@ -256,9 +256,12 @@ def sync_on_ray(path, store, info, *, model: str = "", chunker="sentences", outp
 
     def commit() -> None:
         nonlocal pending, tokens
-        report.chunks_written += store.replace(pending)
-        report.added += sum(d.id not in stored for d in pending)
-        report.replaced += sum(d.id in stored for d in pending)
+        new = [d for d in pending if d.id not in stored]
+        changed = [d for d in pending if d.id in stored]
+        report.chunks_written += (store.add_documents(new, known_new=True) if new else 0) + (
+            store.replace(changed) if changed else 0)
+        report.added += len(new)
+        report.replaced += len(changed)
         report.tokens += tokens
         pending, tokens = [], 0
         bar.advance(report.kept + report.committed, report.tokens)

@@ -165,10 +165,12 @@ class VectorStore(ABC):
                                  "write them to another store (or delete this one)")
         return current
 
-    def add_documents(self, documents: Iterable[DocumentVectors]) -> int:
-        """Write new documents (an id the store already has is an error: use `replace`); returns chunks written."""
+    def add_documents(self, documents: Iterable[DocumentVectors], *, known_new: bool = False) -> int:
+        """Write new documents (an id the store already has is an error: use `replace`); returns chunks written.
+        `known_new`: the caller has read the store's ids and none of these is among them (a sync), so the store is
+        not asked again, and a database writes them without matching them against what it holds."""
         documents = self._checked(documents)
-        existing = set(self.document_hashes([d.id for d in documents]))
+        existing = set() if known_new else set(self.document_hashes([d.id for d in documents]))
         if existing:
             raise ValueError(f"the store already holds {len(existing)} of these documents (e.g. "
                              f"{sorted(existing)[0]!r}): use replace() to change them")

@@ -75,11 +75,14 @@ def sync_corpus(store: VectorStore, documents: Iterable[Document], info: StoreIn
     try:
         for batch in batches:
             vectors = encoder.embed(batch)
-            report.chunks_written += store.replace(
-                DocumentVectors(p.document.id, p.chunks, v, p.document.metadata, p.document.content_hash)
-                for p, v in zip(batch, vectors))
-            report.added += sum(p.document.id not in stored for p in batch)
-            report.replaced += sum(p.document.id in stored for p in batch)
+            written = [DocumentVectors(p.document.id, p.chunks, v, p.document.metadata, p.document.content_hash)
+                       for p, v in zip(batch, vectors)]
+            new = [d for d in written if d.id not in stored]  # added as they are: no old chunks to find and drop
+            changed = [d for d in written if d.id in stored]
+            report.chunks_written += (store.add_documents(new, known_new=True) if new else 0) + (
+                store.replace(changed) if changed else 0)
+            report.added += len(new)
+            report.replaced += len(changed)
             report.tokens += sum(p.tokens for p in batch)
             bar.advance(todo.kept + report.committed, report.tokens)
             if stop is not None and stop.is_set():
