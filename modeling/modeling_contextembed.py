@@ -281,6 +281,45 @@ def late_chunk_head(
     return embeddings * chunk_mask.unsqueeze(-1).to(embeddings.dtype)
 
 
+def packed_call(
+    backbone: nn.Module,
+    input_ids: torch.LongTensor,
+    token_mask: torch.Tensor,
+    chunk_ids: torch.LongTensor,
+    num_chunks: int,
+    token_type_ids: torch.LongTensor | None = None,
+    *,
+    block_mask: bool = True,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A padded batch (b, t) run as one packed row of its real tokens (1, n), no padding: each document's positions
+    restart at 0, and it attends only to itself (with `block_mask`, through a block-diagonal mask; without, the
+    attention must find the documents from the positions, as flash attention's variable-length kernel does).
+    Returns the chunk sums (b, num_chunks, H) and counts (b, num_chunks), as a padded call would.
+
+    Pooling stays one scatter: document `i`'s chunk `c` is slot `i * num_chunks + c` of the packed row.
+    """
+    batch = input_ids.shape[0]
+    keep = token_mask.bool()  # (b, t)
+    lengths = keep.sum(1)  # (b,)
+    rows = torch.repeat_interleave(torch.arange(batch, device=input_ids.device), lengths)  # (n,) each token's document
+    starts = torch.cumsum(lengths, 0) - lengths  # (b,)
+    positions = torch.arange(len(rows), device=input_ids.device) - starts[rows]  # (n,) restart per document
+    cids = chunk_ids[keep]  # (n,)
+    slots = torch.where(cids >= 0, cids + rows * num_chunks, -1)[None]  # (1, n)
+    extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids[keep][None]}
+    mask = None
+    if block_mask:
+        dtype = backbone.get_input_embeddings().weight.dtype
+        same = rows[:, None] == rows[None, :]  # (n, n) block diagonal: a document sees only itself
+        mask = torch.zeros(same.shape, dtype=dtype, device=input_ids.device).masked_fill(
+            ~same, torch.finfo(dtype).min)[None, None]  # (1, 1, n, n) additive, for sdpa and eager alike
+    out = backbone(input_ids=input_ids[keep][None], attention_mask=mask, position_ids=positions[None], return_dict=True,
+                   **extra, **kwargs)
+    sums, counts = chunk_sums_and_counts(out.last_hidden_state, slots, batch * num_chunks)  # (1, b*C, H), (1, b*C)
+    return sums.view(batch, num_chunks, -1), counts.view(batch, num_chunks)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # PreTrainedModel
 # ------------------------------------------------------------------------------------------------------------------
@@ -383,6 +422,7 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         output_dim: int | None = None,
         normalize: bool | None = None,
         max_seq_length: torch.Tensor | int | None = None,
+        pack: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
@@ -402,6 +442,11 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         max_seq_length (`int` or `torch.Tensor` of shape `(batch_size,)`, *optional*):
             Tokens per forward pass for this call (the processor passes it on), at most `config.max_seq_length`.
             Longer documents run in windows of this many tokens; nothing is ever cut.
+        pack (`bool`, *optional*):
+            Run a ragged batch as one packed row, no padding: each document keeps its own positions and attends only
+            to itself (`packed_call`). `None` (the default) packs when the backbone runs flash attention, whose
+            variable-length kernel takes packed rows as they are; `True` packs on any attention (sdpa and eager get
+            a block-diagonal mask); `False` pads.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         token_mask, chunk_ids, chunk_mask = chunk_layout(self.config, input_ids, attention_mask,
@@ -409,9 +454,18 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
         window = window_length(self.config, max_seq_length)
         first = {}  # the first call's outputs: the output's states when that call is the whole batch
 
+        packing = self._packs() if pack is None else pack
+        if self._packs() and self.config.bidirectional:
+            # Flash attention reads causality from the layer (decoders set it), not from a mask: say it per call.
+            kwargs.setdefault("is_causal", False)
+
         def core(ids, mask, cids, num_chunks, type_ids):
             if first:  # a second call: the batch runs in windows, whose states are not kept (memory stays bounded)
                 first["out"] = None
+            if packing and ids.shape[0] > 1 and not bool(mask.all()):
+                first.setdefault("out", None)  # a packed call's states are one row, not the batch's
+                return packed_call(self.backbone, ids, mask, cids, num_chunks, type_ids,
+                                   block_mask=not self._packs(), **kwargs)
             out = self._run_backbone(ids, mask, type_ids, output_hidden_states=output_hidden_states, **kwargs)
             first.setdefault("out", out)
             return chunk_sums_and_counts(out.last_hidden_state, cids, num_chunks)  # (b, c, H), (b, c)
@@ -431,6 +485,11 @@ class ContextEmbedModel(ContextEmbedPreTrainedModel):
             hidden_states=getattr(whole, "hidden_states", None),
         )
         return output if return_dict else output.to_tuple()
+
+    def _packs(self) -> bool:
+        """Whether the backbone's attention takes packed rows natively (flash attention's variable-length kernel,
+        which reads each document's extent from where its positions restart)."""
+        return str(getattr(self.config.text_config, "_attn_implementation", "")).startswith("flash_attention")
 
     def _run_backbone(self, input_ids, token_attention_mask, token_type_ids=None, **kwargs):
         # An all-ones mask is dropped: sdpa then runs maskless instead of materialising (B, 1, T, T).
@@ -454,6 +513,7 @@ __all__ = [
     "late_chunk_head",
     "late_chunk_mean",
     "loading_problems",
+    "packed_call",
     "pad_token_id",
     "special_token_ids",
     "window_length",

@@ -222,3 +222,29 @@ class TestAttentionImplementations:
         assert model.backbone.config._attn_implementation == implementation
         a, b = encode(model, processor, DOCS), encode(reference, processor, DOCS)
         assert (a.chunk_embeddings - b.chunk_embeddings).abs().max() <= 1e-5
+
+
+class TestPacking:
+    @pytest.mark.parametrize("family", ["bert", "qwen3", "modernbert"])
+    def test_a_packed_ragged_batch_equals_the_padded_one(self, built, family):
+        """One packed row of the batch's real tokens, each document restarting its positions and attending only to
+        itself: the vectors of the padded batch, within float noise; and without the block mask, documents would
+        see each other (the mask is what keeps them apart on sdpa)."""
+        from contextembed.modeling import packed_call
+        from contextembed.modeling.modeling_contextembed import chunk_layout
+
+        _, model, processor = built[family]
+        docs = [["the lease of the street", "the rent is monthly"], ["she is the tenant"],
+                ["a", "b c d e f g", "the company pays the deposit and the rent on the first day"]]
+        batch = processor(docs)
+        with torch.inference_mode():
+            padded = model(**batch, pack=False).chunk_embeddings
+            packed = model(**batch, pack=True).chunk_embeddings
+            mask, cids, chunks = chunk_layout(model.config, batch["input_ids"], batch["attention_mask"],
+                                              batch["token_attention_mask"], batch["chunk_ids"])
+            apart = packed_call(model.backbone, batch["input_ids"], mask, cids, chunks.shape[1])[0]
+            together = packed_call(model.backbone, batch["input_ids"], mask, cids, chunks.shape[1],
+                                   block_mask=False)[0]
+        assert (padded - packed).abs().max() <= 1e-5
+        if family != "bert":  # BERT reads the restarting positions as separate documents itself
+            assert (apart - together).abs().max() > 1e-3
