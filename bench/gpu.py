@@ -18,7 +18,14 @@ Both use sdpa and, when the `flash_attn` package is installed, flash_attention_2
 
     python bench/gpu.py                                     # on a CUDA machine
     python bench/gpu.py --model pplx-v2-0.6b                # 8k and 32k tokens per document
+    python bench/gpu.py --model pipeline                    # the whole pipeline, real tokenisation (below)
     python bench/gpu.py --tiny [--model pplx-v2-0.6b]       # reduced size on the CPU (what CI can run)
+
+`--model pipeline` runs `encode_documents` end to end on random-weight models with real tokenizers
+(`bench/_models.py`): the Qwen3-0.6B reference at 32k tokens, pplx-embed-v2-context at its 0.6b geometry at 8k and
+32k, and 512-token documents in bulk, padded and packed (one packed row a pass: variable-length flash attention where
+installed, a block-diagonal mask on sdpa). Per case: tokens/s, MFU (Qwen3: from its FLOPs per token), the share of
+the wall time the device waited for the host (CUDA events around each backbone call), and peak memory.
 
 Last line: tokens/s of the best attention implementation (the whole model, at the longest length).
 """
@@ -26,6 +33,7 @@ Last line: tokens/s of the best attention implementation (the whole model, at th
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import sys
 import time
@@ -39,7 +47,7 @@ from _common import interleaved, write_result  # noqa: E402
 
 from contextembed.modeling import ContextEmbedConfig, ContextEmbedModel  # noqa: E402
 
-MODELS = ("qwen3", "pplx-v2-0.6b")
+MODELS = ("qwen3", "pplx-v2-0.6b", "pipeline")
 # pplx-embed-v2-context-0.6b's geometry, inferred (docs/pplx-v2.md: from the public ports that read its remote code): 12 layers at hidden 1024, 6
 # Gated-DeltaNet and 6 full attention (the sibling v2-late-0.6b's 150 layer tensors), vocabulary 248,320, 1024-d
 # output; the head and MLP sizes are Qwen3.5's small-model ratios, chosen so that the text model has ~0.5B parameters.
@@ -200,9 +208,116 @@ def run_qwen3(args, device: str, dtype: torch.dtype, implementations: list[str])
     return header + lines, results, best
 
 
+def pipeline_documents(tokens: int, count: int, processor) -> list[list[str]]:
+    """`count` documents of about `tokens` tokens each, of the shipped sets' real sentences (one chunk a sentence),
+    cycling through them: real text through the real tokenizer."""
+    import _models
+
+    sentences = [s for d in _models.shipped_texts() for s in d]
+    lengths = [len(t) for t in processor.tokenize_text(sentences)]
+    documents, k = [], 0
+    for _ in range(count):
+        chunks, total = [], 0
+        while total < tokens - 8:
+            chunks.append(sentences[k % len(sentences)])
+            total += lengths[k % len(sentences)] + 1
+            k += 1
+        documents.append(chunks)
+    return documents
+
+
+class DeviceTime:
+    """The backbone's time on the device (CUDA events around each call): what the device was busy with; the rest
+    of the wall time it waited for the host."""
+
+    def __init__(self, backbone, device: str):
+        self.device, self.pairs = device, []
+        self.handles = [backbone.register_forward_pre_hook(self.before), backbone.register_forward_hook(self.after)]
+
+    def before(self, *args):
+        if self.device == "cuda":
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
+            self.pairs.append([start, None])
+
+    def after(self, *args):
+        if self.device == "cuda":
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self.pairs[-1][1] = end
+
+    def seconds(self) -> float | None:
+        if self.device != "cuda":
+            return None
+        torch.cuda.synchronize()
+        return sum(a.elapsed_time(b) for a, b in self.pairs) / 1000
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def run_pipeline(args, device: str, dtype: torch.dtype, implementations: list[str]) -> tuple[list[str], dict, float]:
+    """The whole pipeline with real tokenisation (`encode_documents`): Qwen3-0.6B-shaped at 32k and pplx-v2-0.6b at
+    8k and 32k, one document a pass; and 512-token documents in bulk, padded and packed."""
+    import _models
+
+    from contextembed.encoder import ContextEmbedder
+
+    size = "negligible" if args.tiny else "0.6b"
+    cases = [("qwen3", 1024 if args.tiny else 32768, args.docs, (False,)),
+             ("pplx-v2", 512 if args.tiny else 8192, args.docs, (False,)),
+             ("pplx-v2", 1024 if args.tiny else 32768, args.docs, (False,)),
+             ("qwen3", 512, 64 if args.tiny else 4096, (False, True))]
+    lines, results, best = [], {}, 0.0
+    for layout, tokens, count, packings in cases:
+        model, processor = _models.build(layout, size, max_seq_length=max(tokens, 512))
+        documents = pipeline_documents(tokens, count, processor)
+        real = sum(len(r["input_ids"]) for r in processor.tokenize_documents(documents, task="document"))
+        flops = flops_per_token(model.config.text_config, tokens) if layout == "qwen3" else None
+        for implementation in implementations:
+            model.set_attn_implementation(implementation)
+            model = model.to(device=device, dtype=dtype)
+            model.projection.float()  # the projection stays fp32, as from_pretrained keeps it
+            encoder = ContextEmbedder(model.eval(), processor)
+            for pack in packings:
+                encoder.model.forward = functools.partial(type(model).forward, model, pack=pack)
+                encoder.encode_documents(documents[:2], show_progress_bar=False)  # warm-up
+                busy = DeviceTime(model.backbone, device)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                start = time.perf_counter()
+                encoder.encode_documents(documents, show_progress_bar=False)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                wall = time.perf_counter() - start
+                device_seconds = busy.seconds()
+                busy.remove()
+                del encoder.model.forward
+                rate = real / wall
+                mfu = rate * flops / (args.peak_tflops * 1e12) if flops and device == "cuda" else None
+                waited = 1 - device_seconds / wall if device_seconds is not None else None
+                memory = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
+                key = f"{layout} {tokens} {implementation}{' packed' if pack else ''}"
+                results[key] = {"tokens_per_s": rate, "mfu": mfu, "device_waited": waited, "peak_gib": memory,
+                                "documents": count, "tokens": real}
+                lines.append(f"| {layout} | {tokens:,} × {count} | {implementation}{', packed' if pack else ''} | "
+                             f"{rate:,.0f} | " + (f"{mfu:.1%}" if mfu is not None else "n/a") + " | "
+                             + (f"{waited:.1%}" if waited is not None else "n/a (CPU)") + " | "
+                             + (f"{memory:.1f}" if memory is not None else "n/a") + " |")
+                best = max(best, rate)
+        del model
+    header = ["Whole pipeline, real tokenisation (bench/_models.py: random weights, a BPE of Qwen's kind):", "",
+              "| layout | tokens × documents | attention | tokens/s | MFU | device waited | peak GiB |",
+              "|---|---|---|---|---|---|---|"]
+    return header + lines, results, best
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=MODELS, default="qwen3", help="qwen3 (default) or pplx-v2-0.6b")
+    parser.add_argument("--model", choices=MODELS, default="qwen3",
+                        help="qwen3 (default), pplx-v2-0.6b, or pipeline (the whole encode, real tokenisation)")
     parser.add_argument("--tiny", action="store_true", help="small model and short documents, runs on the CPU")
     parser.add_argument("--tokens", type=int, nargs="+",
                         help="tokens per document (qwen3: 32768, tiny 2048; pplx-v2-0.6b: 8192 32768, tiny 256 1024)")
@@ -216,13 +331,14 @@ def main() -> int:
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     implementations = ["sdpa"] + (["flash_attention_2"] if device == "cuda" and importlib.util.find_spec("flash_attn")
                                   else [])
-    run = run_pplx_v2 if args.model == "pplx-v2-0.6b" else run_qwen3
+    run = {"pplx-v2-0.6b": run_pplx_v2, "pipeline": run_pipeline}.get(args.model, run_qwen3)
     lines, results, best = run(args, device, dtype, implementations)
     device_name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     table = [f"Device: {device_name}; model {args.model}; {args.docs} passes per length, one document each, "
              f"{dtype}.", "", *lines]
     print("\n".join(table))
-    name = "gpu" + ("_pplx_v2" if args.model == "pplx-v2-0.6b" else "") + ("_tiny_cpu" if args.tiny else "")
+    name = "gpu" + {"pplx-v2-0.6b": "_pplx_v2", "pipeline": "_pipeline"}.get(args.model, "") + (
+        "_tiny_cpu" if args.tiny else "")
     command = " ".join(["python bench/gpu.py", *sys.argv[1:]])
     write_result(name, command, table, results)
     print(f"tokens per second (best attention): {best:,.0f}")

@@ -20,6 +20,10 @@ CASES = {
     "search": ["search.py", "--chunks", "5000", "--dim", "64", "--queries", "4", "--repeats", "1"],
     "gpu": ["gpu.py", "--tiny", "--tokens", "256", "--docs", "1"],
     "gpu_pplx_v2": ["gpu.py", "--tiny", "--model", "pplx-v2-0.6b", "--tokens", "128", "256", "--docs", "1"],
+    "gpu_pipeline": ["gpu.py", "--tiny", "--model", "pipeline", "--docs", "1"],
+    "host": ["host.py", "--copies", "1", "--repeats", "1", "--parts", "device", "ceiling"],
+    "scale": ["scale.py", "--documents", "60", "--sentences", "6", "--dim", "64", "--queries", "2",
+              "--memory-sizes", "30", "--work", "{tmp}"],
     "ray_data": ["ray_data.py", "--docs", "4", "--repeats", "1"],
     "dtype": ["dtype.py", "--docs", "4", "--repeats", "1"],
     "backends": ["backends.py", "--docs", "4", "--repeats", "1", "--model", "{tiny}"],
@@ -30,7 +34,7 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_benchmark_runs(name, default_model_cache, built, tmp_path, monkeypatch):
-    script, *args = (arg.format(tiny=built["bert"][0]) for arg in CASES[name])
+    script, *args = (arg.format(tiny=built["bert"][0], tmp=tmp_path / "work") for arg in CASES[name])
     env = {**__import__("os").environ, "CONTEXTEMBED_BENCH_RESULTS": str(tmp_path)}
     result = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
                             timeout=300)
