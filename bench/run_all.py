@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["throughput", "throughput_local_mix", "peer_afterthoughts", "long_documents", "long_documents_chunks",
-         "search", "search_backends", "search_context_bench_scale", "ray_data", "dtype", "backends", "serve", "stores",
-         "gpu", "gpu_tiny_cpu"]
+ORDER = ["throughput", "throughput_local_mix", "peer_afterthoughts", "peer_afterthoughts_long", "host",
+         "long_documents", "long_documents_chunks", "search", "search_backends", "search_context_bench_scale",
+         "scale", "ray_data", "dtype", "backends", "serve", "stores", "gpu", "gpu_pipeline", "gpu_tiny_cpu"]
+# bench/scale.py (about an hour) runs on its own: its results are assembled here when present.
 COMMANDS = [["throughput.py"], ["throughput.py", "--local-mix", "0.1"], ["peer_afterthoughts.py"],
+            ["peer_afterthoughts.py", "--long"], ["host.py"],
             ["long_documents.py"], ["search.py"],
             ["search.py", "--backends", "--chunks", "200000", "--queries", "64"],
             ["search.py", "--context-bench-scale"], ["ray_data.py"], ["dtype.py"], ["backends.py"], ["serve.py"],
@@ -41,6 +43,29 @@ def headline(results: Path) -> list[str]:
         rows.append(f"| encoding vs afterthoughts | {p['ratio']:.2f} | ≥ 1.4 |")
         rows.append(f"| chunk cosine vs afterthoughts, mean / min | {p['cosine_mean']:.6f} / {p['cosine_min']:.4f} | "
                     "≥ 0.9999 |")
+    if (p := load("peer_afterthoughts_long")) is not None:
+        rows.append(f"| encoding vs afterthoughts, documents past one 512-token pass | {p['ratio']:.2f} | ≥ 1.3 |")
+        rows.append(f"| tokens processed ÷ document tokens, long documents | {p['tokens_processed_per_token']:.2f} | "
+                    "(one pass: 1) |")
+    if (h := load("host")) is not None and "device" in h:
+        rows.append(f"| blocking device: run ÷ max(host, device) | {h['device']['now_over_max']:.2f} | ≤ 1.3 |")
+        rows.append(f"| blocking device: run before prefetching ÷ (host + device) | "
+                    f"{h['device']['before_over_sum']:.2f} | (the sum) |")
+    if (h := load("host")) is not None and "cpu" in h:
+        rows.append(f"| plain CPU encode, now ÷ before prefetching (MiniLM) | {h['cpu']['now_over_before']:.3f} | "
+                    "≤ 1 |")
+    if (h := load("host")) is not None and "ceiling" in h:
+        for layout, c in h["ceiling"].items():
+            rows.append(f"| host ceiling on one core, {layout}: encode ÷ tokenizer alone, padding ratio | "
+                        f"{c['encode_over_tokenizer']:.2f}, {c['padding_ratio']:.3f} | padding ≤ 1.1 |")
+    if (x := load("scale")) is not None and "index" in x:
+        rows.append(f"| context-bench-sized corpus ({x['documents']:,} documents, {x['chunks']:,} chunks) into the "
+                    f"index: chunks/s, peak RSS | {x['index']['chunks_per_second']:,.0f}, "
+                    f"{x['index']['peak_mib']:,.0f} MiB | memory flat in the corpus |")
+        if "append" in x:
+            rows.append(f"| appending 50 documents to it: MiB written of the index's | "
+                        f"{x['append']['bytes_written'] / 2**20:,.1f} of {x['append']['index_bytes'] / 2**20:,.0f} | "
+                        "∝ what is added |")
     if (m := load("long_documents")) is not None and m.get("ratio_32k_16k"):
         rows.append(f"| peak memory 32k / 16k tokens | {m['ratio_32k_16k']:.2f} | ≤ 2.2 |")
     if (w := load("long_documents_chunks")) is not None and len(w["rows"]) > 1:

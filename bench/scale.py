@@ -18,7 +18,11 @@ process's own (`os.wait4`). Parts:
 - `search`: exact search (`search_documents`, k=10) over the index and over LanceDB (exact, brute force), one query
   at a time, side by side;
 - `lancedb`: `contextembed encode` into `lancedb://`: chunks/s, peak RSS, size, against the index;
-- `memory`: peak RSS of encodes of 10k, 100k and 1M short documents (8 sentences, 64-d vectors).
+- `memory`: peak RSS of encodes of 10k, 100k and 1M short documents (8 sentences, 64-d vectors);
+- `paper`: Q2D-Web on paper: what 190M documents cost with pplx-embed-v2-context-0.6b on N GPUs through Ray, from the
+  model's FLOPs per token (its inferred geometry, `bench/_models.py`), an assumed MFU, and the host's measured
+  tokenizer throughput per core (`bench/results/host.json`, from `bench/host.py`); and what their chunk vectors
+  weigh, against what exact search can scan.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_result  # noqa: E402
 
-PARTS = ("index", "resume", "append", "compact", "search", "lancedb", "memory")
+PARTS = ("index", "resume", "append", "compact", "search", "lancedb", "memory", "paper")
 SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro " \
             "ru sa se si so su ta te ti to tu".split()
 
@@ -244,9 +248,79 @@ def main() -> int:
             shutil.rmtree(out, ignore_errors=True)
         lines.append("- **memory** of an encode against the corpus's size (8 sentences a document, 64-d vectors): "
                      + ", ".join(f"{m['documents']:,} documents {m['peak_mib']:,.0f} MiB" for m in data["memory"]))
+    if "paper" in args.parts:
+        data["paper"] = paper = on_paper()
+        lines += ["", "**On paper: Q2D-Web (190M documents) with pplx-embed-v2-context-0.6b** (derived, not measured: "
+                  "the FLOPs of its inferred geometry, an assumed MFU, this machine's tokenizer throughput per core):",
+                  "", *paper["lines"]]
     print("\n".join(lines))
     write_result("scale", "python bench/scale.py " + " ".join(sys.argv[1:]), lines, data)
     return 0
+
+
+Q2D_DOCUMENTS = 190_000_000
+Q2D_TOKENS_PER_DOCUMENT = 512  # the benchmark truncates every document to 512 tokens (SPEC §5): an upper bound
+TOKENS_PER_CHUNK = 25  # a sentence chunk, about (context-bench: ~2.5M sentences of ~39k documents of ~6k tokens)
+H100_BF16_TFLOPS = 989.0
+MFU = 0.4
+
+
+def on_paper() -> dict:
+    """The Q2D-Web projection (see the module docstring): every assumption named beside the figure it gives."""
+    import json as json_
+
+    from transformers import Qwen3_5TextConfig, Qwen3_5TextModel
+
+    import _models
+
+    with torch_device("meta"):
+        text = Qwen3_5TextModel(Qwen3_5TextConfig(vocab_size=248_320, max_position_embeddings=32_768, use_cache=False,
+                                                  **_models.PPLX_V2_06B))
+    embedding = text.get_input_embeddings().weight.numel()
+    body = sum(p.numel() for p in text.parameters()) - embedding
+    full_layers = _models.PPLX_V2_06B["layer_types"].count("full_attention")
+    heads, head_dim = _models.PPLX_V2_06B["num_attention_heads"], _models.PPLX_V2_06B["head_dim"]
+    # 2 FLOPs a parameter a token, plus a full-attention layer's scores and weighted sum over a 512-token document
+    flops = 2 * body + full_layers * 4 * Q2D_TOKENS_PER_DOCUMENT * heads * head_dim
+    tokens = Q2D_DOCUMENTS * Q2D_TOKENS_PER_DOCUMENT
+    gpu_rate = MFU * H100_BF16_TFLOPS * 1e12 / flops  # tokens/s on one H100
+    gpu_hours = tokens / gpu_rate / 3600
+    host = Path(__file__).resolve().parent / "results" / "host.json"
+    per_core = None
+    if host.is_file():
+        ceiling = json_.loads(host.read_text()).get("ceiling", {})
+        per_core = (ceiling.get("pplx-v2") or {}).get("tokenizer_tokens_per_second")
+    chunks = Q2D_DOCUMENTS * Q2D_TOKENS_PER_DOCUMENT // TOKENS_PER_CHUNK
+    sizes = {"2048-d int8": 2048, "1024-d int8": 1024, "1024-d binary": 128, "IVF-PQ, 64-byte codes": 64}
+    lines = [f"- tokens: {Q2D_DOCUMENTS:,} documents × at most {Q2D_TOKENS_PER_DOCUMENT} (the benchmark's "
+             f"truncation) = {tokens:.2e}; chunk vectors at ~{TOKENS_PER_CHUNK} tokens a sentence: {chunks:.1e}",
+             f"- model: {body / 1e6:.0f}M parameters past the {embedding / 1e6:.0f}M-parameter embedding (inferred "
+             f"0.6b geometry), {flops / 1e9:.2f} GFLOP a token at 512 tokens",
+             f"- at {MFU:.0%} MFU of an H100's {H100_BF16_TFLOPS:g} bf16 TFLOP/s (optimistic for a model this "
+             f"narrow at 512 tokens): {gpu_rate:,.0f} tokens/s a GPU, {gpu_hours:,.0f} GPU-hours for the corpus "
+             f"({gpu_hours / 64:,.1f} h on 64 GPUs through Ray, one actor per GPU); at 10% MFU "
+             f"{gpu_hours * MFU / 0.1:,.0f} GPU-hours ({gpu_hours * MFU / 0.1 / 64:,.1f} h on 64). Gated-DeltaNet's "
+             "recurrence adds work beyond 2 FLOPs a parameter, and bench/gpu.py --model pipeline measures the real "
+             "rate when a GPU is lent; the published full evaluation of the 4B model took ~4,608 H200 hours"]
+    if per_core:
+        lines.append(f"- host: the BPE tokenises {per_core:,.0f} tokens/s on one core here (bench/host.py), so each "
+                     f"GPU needs ~{gpu_rate / per_core:.1f} cores of tokenisation beside it: prefetched, as the "
+                     "encoder does, or the GPU waits")
+    lines.append("- vectors: " + ", ".join(f"{name} {chunks * width / 1e12:,.1f} TB" for name, width in sizes.items())
+                 + ". Exact search reads every vector for every query: at ~10 GB/s of memory bandwidth a machine "
+                 f"scans {10e9 / 1024:.1e} 1024-d int8 vectors a second, so one query over {chunks:.0e} takes "
+                 f"~{chunks * 1024 / 10e9 / 60:.0f} minutes: at 10^9–10^10 vectors exact search no longer fits, and "
+                 "an approximate index sharded over machines does (IVF-PQ or DiskANN-style graphs on disk with "
+                 "compressed codes and exact rescoring of a shortlist: Milvus, Vespa, Qdrant or LanceDB clusters); "
+                 "the embedded index stays the exact store of one machine's corpus (tens of millions of vectors).")
+    return {"tokens": tokens, "chunks": chunks, "flops_per_token": flops, "gpu_tokens_per_second": gpu_rate,
+            "gpu_hours": gpu_hours, "tokenizer_tokens_per_second_per_core": per_core, "lines": lines}
+
+
+def torch_device(name: str):
+    import torch
+
+    return torch.device(name)
 
 
 def _same_index(a: Path, b: Path) -> str:
