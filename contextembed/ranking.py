@@ -13,8 +13,9 @@ sorted by id, each document's chunks in order), "the lower position first" and t
 ...        key=hit_order)[0].index
 1
 
-**MaxSim.** A document's score for a query is the score of its best chunk; among a ranking of chunks, a document's
-first chunk is its best (`best_per_document`). Scores themselves come from `contextembed.scoring.dot` (or a
+**MaxSim.** A document's score for a query is the score of its best chunk (`document_maxima` over rows grouped by
+document); among a ranking of chunks, a document's first chunk is its best (`best_per_document`). Rows are put in
+the rule's order once (`rows_in_id_order`), so that positions stand for it. Scores themselves come from `contextembed.scoring.dot` (or a
 database's own arithmetic); `contextembed.retrieval.exact_search` is the exact scan over vectors.
 
 Everything that ranks calls this module: the exact scan, the folder index (which merges its segments' rankings with
@@ -26,7 +27,7 @@ PostgreSQL store also orders by the rule in SQL (`ORDER BY score DESC, doc_id CO
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,6 +145,36 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, np.take_along_axis(scores, indices, axis=1)
 
 
+def document_maxima(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """MaxSim over rows grouped by document: (Q, N) row scores, `starts` the first row of each document (non-empty,
+    in order) -> (Q, documents), each document's best row score.
+
+    >>> document_maxima(np.array([[0.2, 0.9, 0.4, 0.1]]), np.array([0, 2, 3])).tolist()
+    [[0.9, 0.4, 0.1]]
+    """
+    scores = np.atleast_2d(scores)
+    if scores.shape[1] == 0:
+        return scores[:, :0]
+    return np.maximum.reduceat(scores, np.asarray(starts), axis=1)
+
+
+def rows_in_id_order(row_document: np.ndarray, document_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The reorder that makes positions follow the tie rule: (rows in the order of their documents' ids, each
+    document's rows kept in order; and each row's new document position), from each row's document position and the
+    documents' ids.
+
+    >>> rows, new_document = rows_in_id_order(np.array([0, 0, 1]), ["b.txt", "a.txt"])
+    >>> rows.tolist(), new_document.tolist()
+    ([2, 0, 1], [0, 1, 1])
+    """
+    row_document = np.asarray(row_document)
+    order = sorted(range(len(document_ids)), key=lambda d: document_ids[d])
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    rows = np.argsort(position[row_document], kind="stable")  # documents by id, each one's rows in order
+    return rows.astype(np.int64), position[row_document[rows]]
+
+
 def merge_ranked(rankings: Iterable[list], k: int) -> list:
     """The k first hits of several rankings that are each in rule order (one per segment of an index, say).
 
@@ -210,5 +241,5 @@ def rank_documents(top: Callable[[int], list[ChunkHit]], k: int) -> list[Documen
         fetch *= 4
 
 
-__all__ = ["ChunkHit", "DocumentHit", "best_per_document", "first_of", "hit_order", "merge_ranked", "rank_documents",
-           "rank_of_first", "ranking", "read_ranked", "top_k"]
+__all__ = ["ChunkHit", "DocumentHit", "best_per_document", "document_maxima", "first_of", "hit_order", "merge_ranked",
+           "rank_documents", "rank_of_first", "ranking", "read_ranked", "rows_in_id_order", "top_k"]

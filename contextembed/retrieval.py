@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contextembed.modeling import Precision, check_count
-from contextembed.ranking import ranking
+from contextembed.ranking import document_maxima, ranking
 from contextembed.scoring import check_codes, dot
 
 # A float32 product of two D-dimensional vectors, however its sum is ordered, is within
@@ -51,8 +51,7 @@ def maxsim(queries: np.ndarray, documents: Sequence[np.ndarray], precision: Prec
         if len(doc) == 0:
             raise ValueError(f"documents[{i}] has no chunk vectors")
     scores = dot(queries, np.concatenate(chunks), precision)  # (Q, total chunks)
-    starts = np.cumsum([0] + [len(doc) for doc in chunks[:-1]])
-    return np.maximum.reduceat(scores, starts, axis=1)
+    return document_maxima(scores, np.cumsum([0] + [len(doc) for doc in chunks[:-1]]))
 
 
 @dataclass
@@ -201,7 +200,7 @@ class _Scan:
             firsts = np.cumsum(lengths) - lengths  # each candidate's first position in `rows`
             rows = np.arange(lengths.sum()) + np.repeat(starts[candidates] - firsts, lengths)
             exact = dot(self.queries[q : q + 1], vectors[rows], self.precision)[0]  # (rows,)
-            doc_best = np.maximum.reduceat(exact, firsts) if len(rows) else exact
+            doc_best = document_maxima(exact, firsts)[0]
             chosen = ranking(doc_best)[:k]
             order[q], scores[q] = candidates[chosen], doc_best[chosen]
             # Each document's best row is the first with its best score: the lower chunk index among equal ones.

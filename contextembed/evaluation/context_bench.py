@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextembed.corpus import encode_once
-from contextembed.ranking import first_of, rank_of_first, ranking
+from contextembed.ranking import document_maxima, first_of, rank_of_first, ranking, rows_in_id_order
 from contextembed.scoring import dot
 
 EVIDENCE_GATE = 10
@@ -206,7 +206,7 @@ def per_query_metrics(
     records = []
     for first in range(0, len(queries), block):
         scores = dot(query_vectors[first : first + block], vectors, precision).astype(np.float64)  # (q, N)
-        doc_scores = np.maximum.reduceat(scores, starts[:-1], axis=1) if len(vectors) else scores  # (q, docs)
+        doc_scores = document_maxima(scores, starts[:-1])  # (q, docs): MaxSim
         for offset, query in enumerate(queries[first : first + block]):
             records.append(_query_metrics(query, scores[offset], doc_scores[offset], name_to_index, row_index,
                                           row_ids, starts, ks, sentence_level, row_copies if sentence_level else None))
@@ -214,16 +214,11 @@ def per_query_metrics(
 
 
 def _by_document_id(vectors, row_doc, row_ids, doc_names, row_copies, sentence_level: bool):
-    """The rows reordered so that positions follow the tie rule: documents by id, each one's rows in order."""
-    order = sorted(range(len(doc_names)), key=lambda d: doc_names[d])
-    if order == list(range(len(doc_names))):
+    """The rows reordered so that positions follow the tie rule (`rows_in_id_order`)."""
+    if list(doc_names) == sorted(doc_names):
         return vectors, np.asarray(row_doc), row_ids, list(doc_names), row_copies
-    starts = np.searchsorted(row_doc, np.arange(len(doc_names) + 1))
-    rows = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order]).astype(np.int64)
-    new_index = np.empty(len(order), dtype=np.int64)
-    new_index[order] = np.arange(len(order))
-    return (vectors[rows], new_index[np.asarray(row_doc)[rows]],
-            [row_ids[r] for r in rows] if sentence_level else row_ids, [doc_names[d] for d in order],
+    rows, new_doc = rows_in_id_order(row_doc, doc_names)
+    return (vectors[rows], new_doc, [row_ids[r] for r in rows] if sentence_level else row_ids, sorted(doc_names),
             None if row_copies is None else np.asarray(row_copies)[rows])
 
 
