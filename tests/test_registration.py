@@ -27,7 +27,11 @@ FIRST = {
 }
 
 
-@pytest.mark.parametrize("order", FIRST)
+# Two orders in the fast suite (the import hook's two paths), the others in the slow tier (each a fresh process).
+FAST = ("contextembed, then transformers", "the modeling package alone")
+
+
+@pytest.mark.parametrize("order", [o if o in FAST else pytest.param(o, marks=pytest.mark.slow) for o in FIRST])
 def test_the_auto_classes_know_the_model_whatever_is_imported_first(order):
     run = subprocess.run([sys.executable, "-c", FIRST[order] + CHECK], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "registered", run.stderr[-2000:]

@@ -66,6 +66,7 @@ def test_onnx_matches_torch_on_new_shapes(exported, family):
     )
 
 
+@pytest.mark.slow
 def test_the_runtimes_run_on_the_threads_they_are_given(built, exported, tmp_path):
     """`num_threads` (what `contextembed serve --workers` gives each worker) sets the runtime's own threads and
     leaves the vectors as they are."""
@@ -103,6 +104,7 @@ def test_onnx_int8_weights(built, tmp_path):
     assert (path / "onnx" / "model_qint8.onnx").stat().st_size < (path / "onnx" / "model.onnx").stat().st_size
 
 
+@pytest.mark.slow
 def test_int8_export_keeps_the_early_feed_forward_blocks_in_float(built, tmp_path):
     """Both feed-forward matrices of the first half of the layers stay float MatMuls; the rest become int8."""
     import onnx
@@ -124,6 +126,7 @@ def test_int8_export_keeps_the_early_feed_forward_blocks_in_float(built, tmp_pat
         assert sum(n.op_type == "MatMulInteger" for n in graph.node) > 0
 
 
+@pytest.mark.slow
 def test_openvino_matches_torch_on_new_shapes(built, tmp_path):
     path = shutil.copytree(built["qwen3"][0], tmp_path / "qwen3")
     assert export(path, "openvino") == path / "openvino" / "openvino_model.xml"

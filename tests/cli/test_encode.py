@@ -81,7 +81,7 @@ def committed(out) -> int:
         return 0
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGKILL,
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, pytest.param(signal.SIGKILL, marks=pytest.mark.slow),
                                            pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_an_interrupted_encode_keeps_what_it_committed_and_the_same_command_finishes_it(
         built, corpus, uninterrupted, tmp_path, signal_number):

@@ -17,7 +17,7 @@ def test_every_framework_has_a_snippet():
     assert sorted(SNIPPETS) == ["haystack", "langchain", "llamaindex", "ray"]
 
 
-@pytest.mark.parametrize("name", ["langchain", "llamaindex", "haystack", "ray"])
+@pytest.mark.parametrize("name", ["langchain", "llamaindex", "haystack", pytest.param("ray", marks=pytest.mark.slow)])
 def test_snippet_runs(name, default_model_cache, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")

@@ -20,9 +20,9 @@ except ImportError as error:
 
 @pytest.mark.parametrize(("module", "blocked", "extra"), [
     ("langchain", ["langchain_core"], "langchain"),
-    ("llamaindex", ["llama_index", "llama_index.core"], "llamaindex"),
-    ("haystack", ["haystack"], "haystack"),
-    ("ray", ["pyarrow"], "ray"),
+    pytest.param("llamaindex", ["llama_index", "llama_index.core"], "llamaindex", marks=pytest.mark.slow),
+    pytest.param("haystack", ["haystack"], "haystack", marks=pytest.mark.slow),
+    pytest.param("ray", ["pyarrow"], "ray", marks=pytest.mark.slow),
 ])
 def test_the_install_line_is_named(module, blocked, extra):
     out = subprocess.run([sys.executable, "-c", BLOCK.format(module=module, blocked=blocked)], capture_output=True,

@@ -40,6 +40,7 @@ def test_the_schema_describes_every_route_and_is_behind_the_key(served):
     assert "text/html" in httpx.get(served + "/docs", headers=AUTH).headers["content-type"]
 
 
+@pytest.mark.slow
 def test_no_docs_means_no_schema(built):
     process, url = start(built["bert"][0], "--no-docs")
     try:

@@ -306,6 +306,7 @@ def _in_flight(url: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_workers_answer_from_several_processes_with_the_same_vectors(checkpoint, reference):
     before = set(Path(tempfile.gettempdir()).glob("contextembed-metrics-*"))
     process, url = start(checkpoint, "--workers", "2", "--threads-per-worker", "1", "--max-tokens-per-batch", "256")
