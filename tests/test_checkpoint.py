@@ -101,6 +101,8 @@ SentenceTransformer(sys.argv[1], trust_remote_code=False, device="cpu")
 
 
 class TestFreshProcess:
+    @pytest.mark.parametrize("family", ["bert", pytest.param("modernbert", marks=pytest.mark.slow),
+                                        pytest.param("qwen3", marks=pytest.mark.slow)])
     def test_sentence_transformer_loads_with_trust_off(self, built, family):
         path = built[family][0]
         result = subprocess.run([sys.executable, "-c", textwrap.dedent(FRESH_PROCESS), str(path)],
@@ -109,7 +111,7 @@ class TestFreshProcess:
         assert payload["shapes"] == [[3, 16], [1, 16]]
         assert payload["diff"] <= 1e-5
 
-    @pytest.mark.parametrize("saver", ["contextembed", "sentence-transformers"])
+    @pytest.mark.parametrize("saver", ["contextembed", pytest.param("sentence-transformers", marks=pytest.mark.slow)])
     def test_a_re_saved_folder_loads_with_trust_off_and_holds_no_machine_path(self, built, tmp_path, saver):
         path = built["qwen3"][0]
         out = tmp_path / "resaved"

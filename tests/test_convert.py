@@ -114,6 +114,7 @@ print(json.dumps([g.cpu().numpy().tolist() for g in got]))
 """
 
 
+@pytest.mark.slow
 def test_converted_loads_with_trust_off_in_a_fresh_process(pplx_dir, tmp_path):
     assert main(["convert", str(pplx_dir), str(tmp_path / "out")]) == 0
     config = json.loads((tmp_path / "out" / "config.json").read_text())

@@ -90,6 +90,7 @@ def test_careless_documents_are_refused(built):
         ContextualTextEmbedder(str(built["bert"][0])).run(["the rent"])
 
 
+@pytest.mark.slow
 def test_the_lease_questions_through_a_haystack_retriever(default_encoder):
     from contextembed.default_model import DEFAULT_MODEL_NAME as model
 

@@ -47,7 +47,7 @@ def reference(encoder, nodes):
     return expected
 
 
-@pytest.mark.parametrize("route", ["run", "arun", "num_workers"])
+@pytest.mark.parametrize("route", ["run", "arun", pytest.param("num_workers", marks=pytest.mark.slow)])
 async def test_pipelines_keep_each_document_together(built, route, monkeypatch):
     import llama_index.core
 
@@ -90,6 +90,7 @@ def test_careless_nodes_are_refused(built):
     np.testing.assert_allclose(node.embedding, alone.model.encode_documents([["the rent"]])[0][0], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_lease_questions_through_a_llamaindex_retriever(default_encoder):
     embedding = ContextualEmbedding(default_encoder)
     lease_documents = [Document(text=text, id_=slug) for slug, text in leases().items()]
