@@ -22,7 +22,6 @@ joined by one space (their character offsets in the index count that way).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -32,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from contextembed.jsonl import read_records
 
 logger = logging.getLogger(__name__)
 
@@ -232,19 +233,8 @@ def _layout(path: Path) -> tuple[str, list[Path]]:
 
 
 def _jsonl_records(file: Path) -> Iterator[tuple[str, object]]:
-    opener = gzip.open if file.name.lower().endswith(".gz") else open
-    try:
-        with opener(file, "rt", encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{file}:{number}: not valid JSON ({error.msg})") from error
-                yield f"{file}:{number}", record
-    except (OSError, UnicodeDecodeError, EOFError) as error:
-        raise ValueError(f"cannot read {str(file)!r}: {error}") from error
+    for number, record in read_records(file):
+        yield f"{file}:{number}", record
 
 
 def _parquet_records(file: Path) -> Iterator[tuple[str, dict]]:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 
 def read_records(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-empty line; a line that is not a JSON object is a `ValueError`."""
+    """(line number, object) for each non-empty line, read as a stream (a `.gz` file decompressed on the way); a
+    line that is not a JSON object is a `ValueError`."""
+    opener = gzip.open if str(path).lower().endswith(".gz") else open
     try:
-        with open(path, encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8") as f:
             for line_number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -21,7 +24,7 @@ def read_records(path: Path) -> Iterator[tuple[int, dict]]:
                 if not isinstance(record, dict):
                     raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
                 yield line_number, record
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, UnicodeDecodeError, EOFError) as error:
         raise ValueError(f"cannot read {str(path)!r}: {error}") from error
 
 

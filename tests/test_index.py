@@ -288,18 +288,26 @@ def write_legacy_index(folder, vectors, records, meta, version=3, documents=None
                                                    "num_chunks": len(records), "documents": documents}))
 
 
+def legacy_copy(index, folder, version: int):
+    """The documents of `index` written into `folder` as format `version` (2 or 3) wrote them: (folder, its chunk
+    records, the store's info)."""
+    with open_store(index) as store:
+        documents = store.fetch_documents(sorted(store.document_hashes()))
+        info = store.info
+    records = [{"doc": d, "path": doc.id, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
+               for d, doc in enumerate(documents) for j, c in enumerate(doc.chunks)]
+    meta = legacy_meta(info) if version == 3 else {**legacy_meta(info), "int8_clip_sigmas": 5.0, "int8_scheme": "clip"}
+    listed = [{"content_hash": d.content_hash, "metadata": d.metadata} for d in documents] if version == 3 else None
+    write_legacy_index(folder, np.concatenate([d.vectors for d in documents]), records, meta, version=version,
+                       documents=listed)
+    return folder, records, info
+
+
 class TestFormerFormats:
     def test_format_3_is_searched_as_before_and_upgraded_by_its_first_write(self, setup, tmp_path, capsys):
         model, corpus, index = setup
         before = search(index, model, capsys)
-        with open_store(index) as store:
-            documents = store.fetch_documents(sorted(store.document_hashes()))
-            info = store.info
-        records = [{"doc": d, "path": doc.id, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
-                   for d, doc in enumerate(documents) for j, c in enumerate(doc.chunks)]
-        old = tmp_path / "old"
-        write_legacy_index(old, np.concatenate([d.vectors for d in documents]), records, legacy_meta(info),
-                           documents=[{"content_hash": d.content_hash, "metadata": d.metadata} for d in documents])
+        old, records, _ = legacy_copy(index, tmp_path / "old", version=3)
         assert search(old, model, capsys).replace(str(old), str(index)) == before
         capsys.readouterr()
         assert main(["encode", str(corpus), str(old), "--model", model, "--no-progress"]) == 0
@@ -316,14 +324,7 @@ class TestFormerFormats:
 
     def test_format_2_has_no_hashes_so_an_encode_embeds_it_again(self, setup, tmp_path, capsys):
         model, corpus, index = setup
-        with open_store(index) as store:
-            documents = store.fetch_documents(sorted(store.document_hashes()))
-            info = store.info
-        records = [{"doc": d, "path": doc.id, "chunk": j, "start": c.start, "end": c.end, "text": c.text}
-                   for d, doc in enumerate(documents) for j, c in enumerate(doc.chunks)]
-        old = tmp_path / "old"
-        write_legacy_index(old, np.concatenate([d.vectors for d in documents]), records,
-                           {**legacy_meta(info), "int8_clip_sigmas": 5.0, "int8_scheme": "clip"}, version=2)
+        old, records, info = legacy_copy(index, tmp_path / "old", version=2)
         with open_store(old) as store:
             assert store.info.model == info.model and store.count_chunks() == len(records)
             assert store.document_hashes() == {"company.txt": "", "lease.txt": ""}
