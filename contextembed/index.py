@@ -52,6 +52,7 @@ INDEX_FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 SEGMENTS = "segments"
 MERGE_FACTOR = 10  # segments of one size tier merged into one
+MERGE_RUN = 4096  # documents a merge copies at once, at most (memory holds their entries)
 INFO_FIELDS = ("model", "dim", "precision", "chunker")
 
 _THREADS = threading.Lock()  # flock does not order the threads of one process where fcntl is missing
@@ -68,6 +69,8 @@ class Part:
 
     @property
     def live_chunks(self) -> int:
+        if self.live.all():  # from the header alone: a segment read for nothing else is not read for this
+            return len(self.segment.chunks)
         return int(np.diff(self.segment.starts)[self.live].sum())
 
     def entry(self) -> dict:
@@ -146,14 +149,11 @@ class IndexFolder:
         parts = []
         for entry in manifest["segments"]:
             folder = self.path / SEGMENTS / entry["name"]
-            segment = Segment.open(folder)
+            segment = Segment.open(folder, entry["documents"])
             live = np.ones(len(segment), bool)
             if entry.get("deleted"):
                 dead = np.unpackbits(np.load(folder / entry["deleted"], allow_pickle=False), count=len(segment))
                 live = ~dead.astype(bool)
-            if len(segment) != entry["documents"]:
-                raise ValueError(f"{str(self.path / MANIFEST)!r} lists {entry['documents']} documents in segment "
-                                 f"{entry['name']!r}, which holds {len(segment)}")
             parts.append(Part(segment, live, entry.get("deleted")))
         return Snapshot({k: manifest[k] for k in (*INFO_FIELDS, "generation")}, parts)
 
@@ -164,16 +164,17 @@ class IndexFolder:
             return self._publish(Snapshot({**info, "generation": 0}))
 
     def commit(self, current: Snapshot | None, info: dict, documents: list[DocumentVectors], delete: set[str],
-               *, drop_all: bool = False, merge: bool = True) -> Snapshot:
-        """Publish `documents` (each replacing any live document of its id) and the deletion of `delete`, as one
-        commit over `current` (the snapshot read under the caller's lock); `drop_all` starts from an empty index
-        (an overwrite). Then merge segments as `merge_plan` says (with `merge`)."""
+               *, replace: bool = True, drop_all: bool = False, merge: bool = True) -> Snapshot:
+        """Publish `documents` (with `replace`, each replacing any live document of its id; without, they are known
+        to be new and no segment is searched for them) and the deletion of `delete`, as one commit over `current`
+        (the snapshot read under the caller's lock); `drop_all` starts from an empty index (an overwrite). Then
+        merge segments as `merge_plan` says (with `merge`)."""
         current = Snapshot({**info, "generation": 0}) if current is None or drop_all else self._upgraded(current)
         generation = current.meta["generation"] + 1
-        gone = delete | {d.id for d in documents}
+        gone = delete | ({d.id for d in documents} if replace else set())
         parts, marked = [], []
         for part in current.parts:
-            dead = [d for d in map(part.segment.position, gone) if d is not None and part.live[d]]
+            dead = [d for d in map(part.segment.position, gone) if d is not None and part.live[d]] if gone else []
             if dead:
                 live = part.live.copy()
                 live[dead] = False
@@ -219,30 +220,35 @@ class IndexFolder:
         if self.path is None:
             return Segment.from_documents(documents, width, dtype, name=name)
         write_segment(self.path / SEGMENTS / name, documents, width, dtype)
-        return Segment.open(self.path / SEGMENTS / name)
+        return Segment.open(self.path / SEGMENTS / name, len(documents))
 
     def _merged_segment(self, parts: list[Part], info: dict) -> Segment:
-        """One segment of the live documents of `parts`, in order of id: runs of consecutive documents of one part
-        are copied as blocks of rows."""
+        """One segment of the live documents of `parts`, in order of id, streamed: each part's entries read once as
+        they come, runs of consecutive documents of one part copied as blocks of rows."""
         width, dtype = vector_layout(info)
-        order = heapq.merge(*[[(part.segment.documents[d]["id"], i, int(d)) for d in np.flatnonzero(part.live)]
-                              for i, part in enumerate(parts)])
         name = _segment_name()
+
+        def live_entries(i: int, part: Part):
+            for d, entry in enumerate(part.segment.entries()):
+                if part.live[d]:
+                    yield entry["id"], i, d, entry
+
+        order = heapq.merge(*[live_entries(i, part) for i, part in enumerate(parts)])
         if self.path is None:
-            return Segment.from_documents([parts[i].segment.document(d) for _, i, d in order], width, dtype, name)
+            return Segment.from_documents([parts[i].segment.document(d) for _, i, d, _ in order], width, dtype, name)
         writer = SegmentWriter(self.path / SEGMENTS / name, width, dtype)
-        run = None  # (part, first, stop): consecutive live documents of one part
-        for _, i, d in order:
-            if run and run[0] == i and run[2] == d:
-                run = (i, run[1], d + 1)
-                continue
-            if run:
+        run: list = []  # (part, first position, entries) of consecutive live documents of one part
+        for _, i, d, entry in order:
+            if run and (run[0] != i or run[1] + len(run[2]) != d or len(run[2]) >= MERGE_RUN):
                 writer.add_documents(parts[run[0]].segment, run[1], run[2])
-            run = (i, d, d + 1)
+                run = []
+            if not run:
+                run = [i, d, []]
+            run[2].append(entry)
         if run:
             writer.add_documents(parts[run[0]].segment, run[1], run[2])
-        writer.close()
-        return Segment.open(self.path / SEGMENTS / name)
+        count = writer.close()
+        return Segment.open(self.path / SEGMENTS / name, count)
 
     def _publish(self, snapshot: Snapshot, marked: list[Part] = ()) -> Snapshot:
         """Make `snapshot` the index: the deletion files of the `marked` parts, then the manifest; then remove what

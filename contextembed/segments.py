@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,22 +35,29 @@ _BLOCK_ROWS = 1 << 16  # rows copied at once by a merge
 
 
 class Segment:
-    """A segment's arrays (memory-mapped from its folder, or in memory) and its documents' entries."""
+    """A segment's arrays (memory-mapped from its folder, or in memory) and its documents' entries.
 
-    def __init__(self, vectors: np.ndarray, chunks: np.ndarray, texts: np.ndarray | bytes, documents: list[dict],
-                 name: str = ""):
+    Opening a segment reads its headers only: the document entries, each row's document and each document's rows are
+    read when first needed (a search's hits, a lookup by id, a merge), so a writer that only adds segments holds none
+    of them, whatever the index's size."""
+
+    def __init__(self, vectors: np.ndarray, chunks: np.ndarray, texts: np.ndarray | bytes,
+                 documents: list[dict] | None = None, name: str = "", *, folder: Path | None = None,
+                 count: int | None = None):
         self.name = name
         self.vectors = vectors  # (N, width)
         self.chunks = chunks  # (N,) CHUNK_RECORD
         self.texts = texts  # UTF-8 bytes of every chunk's text
-        self.documents = documents  # {"id", "content_hash", "metadata"} per document, sorted by id
-        self.doc_of_row = np.asarray(chunks["doc"])  # (N,) non-decreasing
-        self.starts = np.searchsorted(self.doc_of_row, np.arange(len(documents) + 1))  # (documents + 1,)
+        self.folder = folder
+        self._documents = documents  # {"id", "content_hash", "metadata"} per document, sorted by id
+        self.count = len(documents) if documents is not None else count  # documents
         self._positions: dict[str, int] | None = None
+        self._starts: np.ndarray | None = None
 
     @classmethod
-    def open(cls, folder: str | Path) -> Segment:
-        """Map a segment's files; every inconsistency is a `ValueError` naming the file."""
+    def open(cls, folder: str | Path, count: int) -> Segment:
+        """Map a segment's files (`count`: its documents, as its manifest says); every inconsistency found now (or
+        when the entries are first read) is a `ValueError` naming the file."""
         folder = Path(folder)
         for name in FILES:
             if not (folder / name).is_file():
@@ -62,32 +69,61 @@ class Segment:
             raise ValueError(f"cannot read the segment {str(folder)!r}: {error}") from error
         size = (folder / "texts.bin").stat().st_size
         texts = np.memmap(folder / "texts.bin", dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
-        documents = []
-        with open(folder / "documents.jsonl", encoding="utf-8") as f:
+        segment = cls(vectors, chunks, texts, name=folder.name, folder=folder, count=count)
+        where = str(folder)
+        if chunks.dtype != CHUNK_RECORD or vectors.ndim != 2 or len(vectors) != len(chunks):
+            raise ValueError(f"segment {where!r}: {len(vectors)} vectors but {len(chunks)} chunk records")
+        if len(chunks) and chunks["text_end"][-1] != size:
+            raise ValueError(f"segment {where!r}: texts.bin holds {size} bytes, the records say "
+                             f"{chunks['text_end'][-1]}")
+        if len(chunks) and chunks["doc"][-1] != count - 1:
+            raise ValueError(f"segment {where!r}: its chunk records number {chunks['doc'][-1] + 1} documents, its "
+                             f"manifest {count}")
+        return segment
+
+    @property
+    def documents(self) -> list[dict]:
+        if self._documents is None:
+            self._documents = list(self.entries())
+        return self._documents
+
+    def entries(self, first: int = 0) -> Iterator[dict]:
+        """The document entries from position `first` on, read as a stream (checked: ids distinct, in order)."""
+        if self._documents is not None:
+            yield from self._documents[first:]
+            return
+        file = self.folder / "documents.jsonl"
+        previous, count = None, 0
+        with open(file, encoding="utf-8") as f:
             for number, line in enumerate(f, 1):
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise ValueError(f"{folder / 'documents.jsonl'}:{number}: not valid JSON ({error.msg})") from error
-                documents.append(entry)
-        segment = cls(vectors, chunks, texts, documents, folder.name)
-        segment._check(folder)
-        return segment
+                    raise ValueError(f"{file}:{number}: not valid JSON ({error.msg})") from error
+                document_id = entry.get("id") if isinstance(entry, dict) else None
+                if not isinstance(document_id, str) or not document_id or (previous is not None
+                                                                           and document_id <= previous):
+                    raise ValueError(f"{file}:{number}: documents.jsonl must list distinct ids in order")
+                previous, count = document_id, count + 1
+                if number > first:
+                    yield entry
+        if count != self.count:
+            raise ValueError(f"{file}: {count} documents, its manifest says {self.count}")
 
-    def _check(self, folder: Path) -> None:
-        where = str(folder)
-        if self.chunks.dtype != CHUNK_RECORD or self.vectors.ndim != 2 or len(self.vectors) != len(self.chunks):
-            raise ValueError(f"segment {where!r}: {len(self.vectors)} vectors but {len(self.chunks)} chunk records")
-        docs = self.doc_of_row
-        if len(docs) and (docs[0] != 0 or np.any(np.diff(docs) < 0) or docs[-1] != len(self.documents) - 1):
-            raise ValueError(f"segment {where!r}: chunk records must number its {len(self.documents)} documents "
-                             "in order")
-        if len(self.chunks) and self.chunks["text_end"][-1] != len(self.texts):
-            raise ValueError(f"segment {where!r}: texts.bin holds {len(self.texts)} bytes, the records say "
-                             f"{self.chunks['text_end'][-1]}")
-        ids = [d.get("id") if isinstance(d, dict) else None for d in self.documents]
-        if not all(isinstance(i, str) and i for i in ids) or ids != sorted(set(ids)):
-            raise ValueError(f"segment {where!r}: documents.jsonl must list distinct ids in order")
+    @property
+    def doc_of_row(self) -> np.ndarray:
+        """(N,) each row's document, non-decreasing."""
+        return np.asarray(self.chunks["doc"])
+
+    @property
+    def starts(self) -> np.ndarray:
+        """(documents + 1,) each document's first row, and the row count at the end."""
+        if self._starts is None:
+            docs = self.doc_of_row
+            if len(docs) and (docs[0] != 0 or np.any(np.diff(docs) < 0)):
+                raise ValueError(f"segment {self.name!r}: chunk records must number its documents in order")
+            self._starts = np.searchsorted(docs, np.arange(self.count + 1))
+        return self._starts
 
     @classmethod
     def from_documents(cls, documents: Sequence[DocumentVectors], width: int, dtype, name: str = "") -> Segment:
@@ -104,7 +140,7 @@ class Segment:
 
     def __len__(self) -> int:
         """Its number of documents."""
-        return len(self.documents)
+        return self.count
 
     @property
     def ids(self) -> list[str]:
@@ -116,16 +152,13 @@ class Segment:
             self._positions = {d["id"]: i for i, d in enumerate(self.documents)}
         return self._positions.get(document_id)
 
-    def read_vectors(self, start: int, stop: int) -> np.ndarray:
-        """Rows `start` to `stop - 1` of the vectors, read from the file rather than through the map (a merge reads
-        every row once: mapped, they would stay resident in this process's memory)."""
-        if not isinstance(self.vectors, np.memmap):
-            return np.asarray(self.vectors[start:stop])
-        row_bytes = self.vectors.dtype.itemsize * self.vectors.shape[1]
-        with open(self.vectors.filename, "rb") as f:
-            f.seek(self.vectors.offset + start * row_bytes)
-            block = np.fromfile(f, dtype=self.vectors.dtype, count=(stop - start) * self.vectors.shape[1])
-        return block.reshape(stop - start, self.vectors.shape[1])
+    def read_rows(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, bytes]:
+        """Rows `start` to `stop - 1`: (vectors, chunk records, their texts' bytes), read from the files rather than
+        through the maps (a merge reads every row once: mapped, they would stay resident in this process)."""
+        first = int(self.chunks["text_end"][start - 1]) if start else 0
+        last = int(self.chunks["text_end"][stop - 1]) if stop > start else first
+        return (_read(self.vectors, start, stop), _read(self.chunks, start, stop),
+                bytes(_read(self.texts, first, last)))
 
     def rows(self, d: int) -> range:
         return range(int(self.starts[d]), int(self.starts[d + 1]))
@@ -172,26 +205,26 @@ class SegmentWriter:
         self._last: str | None = None
         self._count = self._bytes = 0
 
-    def add_documents(self, segment: Segment, first: int, stop: int) -> None:
-        """Copy documents `first` to `stop - 1` of `segment` (ids above every id written so far), as blocks of rows."""
-        entries = segment.documents[first:stop]
-        if self._last is not None and entries and entries[0]["id"] <= self._last:
+    def add_documents(self, segment: Segment, first: int, entries: list[dict]) -> None:
+        """Copy the documents of `segment` from position `first` on whose `entries` are given (ids above every id
+        written so far), as blocks of rows."""
+        if not entries:
+            return
+        if self._last is not None and entries[0]["id"] <= self._last:
             raise ValueError(f"documents must come in order of id: {entries[0]['id']!r} after {self._last!r}")
-        begin, end = int(segment.starts[first]), int(segment.starts[stop])
+        begin, end = int(segment.starts[first]), int(segment.starts[first + len(entries)])
         for row in range(begin, end, _BLOCK_ROWS):
-            rows = slice(row, min(row + _BLOCK_ROWS, end))
-            records = np.array(segment.chunks[rows])
-            text_start = int(segment.chunks["text_end"][row - 1]) if row else 0
-            text_stop = int(records["text_end"][-1])
+            vectors, records, texts = segment.read_rows(row, min(row + _BLOCK_ROWS, end))
+            base = int(segment.chunks["text_end"][row - 1]) if row else 0
             records["doc"] += self._count - first
-            records["text_end"] += self._bytes - text_start
-            self._vectors.append(segment.read_vectors(rows.start, rows.stop))
+            records["text_end"] += self._bytes - base
+            self._vectors.append(vectors)
             self._chunks.append(records)
-            self._texts.write(bytes(segment.texts[text_start:text_stop]))
-            self._bytes += text_stop - text_start
+            self._texts.write(texts)
+            self._bytes += len(texts)
         self._documents.write(_entries_jsonl(entries))
         self._count += len(entries)
-        self._last = entries[-1]["id"] if entries else self._last
+        self._last = entries[-1]["id"]
 
     def close(self) -> int:
         """Finish the files, durably; returns the number of documents."""
@@ -203,6 +236,17 @@ class SegmentWriter:
             f.close()
         sync_folder(self.folder)
         return self._count
+
+
+def _read(array: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows `start` to `stop - 1` of an array, through its file when it is a memory map (a copy, never mapped)."""
+    if not isinstance(array, np.memmap):
+        return np.array(array[start:stop])
+    row = array.dtype.itemsize * (int(np.prod(array.shape[1:])) if array.ndim > 1 else 1)
+    with open(array.filename, "rb") as f:
+        f.seek(array.offset + start * row)
+        block = np.fromfile(f, dtype=array.dtype, count=(stop - start) * (row // array.dtype.itemsize))
+    return block.reshape((stop - start, *array.shape[1:]))
 
 
 def sync_folder(folder: Path) -> None:

@@ -170,15 +170,16 @@ class IndexStore(VectorStore):
             self._stamp = None
 
     def _write(self, documents: list[DocumentVectors], replace: bool) -> None:
-        self._commit(documents, set())
+        self._commit(documents, set(), replace)
 
     def _delete(self, ids: list[str]) -> None:
         self._commit([], set(ids))
 
-    def _commit(self, documents: list[DocumentVectors], delete: set[str]) -> None:
+    def _commit(self, documents: list[DocumentVectors], delete: set[str], replace: bool = True) -> None:
         with self.folder.locked():
             current = None if self.overwrite else self.folder.read()  # re-read under the lock: others may write
-            self.folder.commit(current, self.info.to_dict(), documents, delete, drop_all=self.overwrite)
+            self.folder.commit(current, self.info.to_dict(), documents, delete, replace=replace,
+                               drop_all=self.overwrite)
             self.overwrite = False  # written: from now on the folder is the index
             self._stamp = None
 
