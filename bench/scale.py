@@ -18,7 +18,7 @@ process's own (`os.wait4`). Parts:
 - `search`: exact search (`search_documents`, k=10) over the index and over LanceDB (exact, brute force), one query
   at a time, side by side;
 - `lancedb`: `contextembed encode` into `lancedb://`: chunks/s, peak RSS, size, against the index;
-- `memory`: peak RSS of encodes of 10k, 100k and 1M short documents (8 sentences, 64-d vectors);
+- `memory`: peak RSS of encodes of 10k, 100k and 300k short documents (8 sentences, 64-d vectors);
 - `paper`: Q2D-Web on paper: what 190M documents cost with pplx-embed-v2-context-0.6b on N GPUs through Ray, from the
   model's FLOPs per token (its inferred geometry, `bench/_models.py`), an assumed MFU, and the host's measured
   tokenizer throughput per core (`bench/results/host.json`, from `bench/host.py`); and what their chunk vectors
@@ -139,7 +139,7 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=63, help="sentences per document, on average")
     parser.add_argument("--dim", type=int, default=1024)
     parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--memory-sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--memory-sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--work", type=Path, default=Path("bench/out/scale"))
     args = parser.parse_args()
@@ -159,6 +159,11 @@ def main() -> int:
              f"({data['corpus_mib']:,.0f} MiB of JSON lines); a one-layer BERT-shaped backbone (hidden 32, 2,048 "
              f"positions) with a {args.dim}-d projection, float32 vectors. One process per command; times are this "
              "machine's, so each is also given against the full encode measured in the same run.", ""]
+    command = "python bench/scale.py " + " ".join(sys.argv[1:])
+
+    def save():  # after every part, so that a run stopped midway keeps what it measured
+        write_result("scale", command, lines, data)
+
     index = work / "index"
     if "index" in args.parts or not manifest(index):
         shutil.rmtree(index, ignore_errors=True)
@@ -170,6 +175,7 @@ def main() -> int:
         lines.append(f"- **index**: {sentences / result['seconds']:,.0f} chunks/s ({result['seconds'] / 60:.1f} min), "
                      f"peak RSS {result['peak_mib']:,.0f} MiB, {size_mib(index):,.0f} MiB on disk "
                      f"({len(manifest(index)['segments'])} segments after the merges along the way)")
+    save()
     full = data.get("index", {}).get("seconds")
     if "resume" in args.parts:
         second = work / "index-resumed"
@@ -189,6 +195,7 @@ def main() -> int:
                      + (f" ({resumed['seconds'] / full:.2f} of the full encode, for "
                         f"{1 - kept / args.documents:.2f} of the documents)" if full else "")
                      + f"; result against the uninterrupted index: {same}")
+    save()
     if "append" in args.parts:
         appended = work / f"corpus-{args.documents}-plus-50.jsonl"
         shutil.copy(corpus, appended)
@@ -204,6 +211,7 @@ def main() -> int:
                      f"{data['append']['index_bytes'] / 2**20:,.0f} MiB index, {result['seconds']:.0f} s"
                      + (f" ({result['seconds'] / full:.3f} of the full encode; reading and hashing the 39k documents "
                         "it keeps is most of it)" if full else "") + f": `{result['stdout'].strip()}`")
+    save()
     if "compact" in args.parts:
         before = size_mib(index)
         segments = len(manifest(index)["segments"])
@@ -214,6 +222,7 @@ def main() -> int:
         lines.append(f"- **compact**: {segments} segments into 1 in {result['seconds']:.0f} s"
                      + (f" ({result['seconds'] / full:.2f} of the full encode)" if full else "")
                      + f", {before:,.0f} → {size_mib(index):,.0f} MiB, peak RSS {result['peak_mib']:,.0f} MiB")
+    save()
     lance = f"lancedb://{work / 'lance'}?table=chunks"
     if "lancedb" in args.parts:
         shutil.rmtree(work / "lance", ignore_errors=True)
@@ -224,6 +233,7 @@ def main() -> int:
         lines.append(f"- **LanceDB**: {sentences / result['seconds']:,.0f} chunks/s, peak RSS "
                      f"{result['peak_mib']:,.0f} MiB, {size_mib(work / 'lance'):,.0f} MiB on disk"
                      + (f"; encode time against the index: {result['seconds'] / full:.2f}" if full else ""))
+    save()
     if "search" in args.parts:
         data["search"] = _search(index, lance if (work / "lance").exists() else None, args.queries, args.dim)
         s = data["search"]
@@ -231,6 +241,7 @@ def main() -> int:
                      + (f", LanceDB {s['lancedb_seconds']:.2f} s (LanceDB / index: "
                         f"{s['lancedb_seconds'] / s['index_seconds']:.1f}); the same top 10 documents: "
                         f"{s['same_documents']}" if "lancedb_seconds" in s else ""))
+    save()
     if "memory" in args.parts:
         data["memory"] = []
         small = make_checkpoint(work, 64)
@@ -248,14 +259,28 @@ def main() -> int:
             shutil.rmtree(out, ignore_errors=True)
         lines.append("- **memory** of an encode against the corpus's size (8 sentences a document, 64-d vectors): "
                      + ", ".join(f"{m['documents']:,} documents {m['peak_mib']:,.0f} MiB" for m in data["memory"]))
+    save()
     if "paper" in args.parts:
         data["paper"] = paper = on_paper()
         lines += ["", "**On paper: Q2D-Web (190M documents) with pplx-embed-v2-context-0.6b** (derived, not measured: "
                   "the FLOPs of its inferred geometry, an assumed MFU, this machine's tokenizer throughput per core):",
                   "", *paper["lines"]]
+    save()
     print("\n".join(lines))
-    write_result("scale", "python bench/scale.py " + " ".join(sys.argv[1:]), lines, data)
+    print(headline(data))
     return 0
+
+
+def headline(data: dict) -> str:
+    """The run's last line (bench/run_all.py's summary row)."""
+    parts = [f"{data['chunks']:,} chunks"]
+    if "index" in data:
+        parts.append(f"index {data['index']['chunks_per_second']:,.0f} chunks/s, peak RSS "
+                     f"{data['index']['peak_mib']:,.0f} MiB")
+    if "memory" in data:
+        parts.append("peak RSS by corpus size " + ", ".join(f"{m['documents']:,} docs {m['peak_mib']:,.0f} MiB"
+                                                            for m in data["memory"]))
+    return "scale: " + "; ".join(parts)
 
 
 Q2D_DOCUMENTS = 190_000_000

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from contextembed.cli import main
+from contextembed.stores.index import IndexStore
 
 
 LEASES = Path(__file__).resolve().parents[2] / "examples" / "data" / "leases"
@@ -36,14 +37,14 @@ def test_search_folder(default_model_cache, capsys):
 def test_encode_then_search_the_index(default_model_cache, tmp_path, capsys, precision):
     index = tmp_path / "index"
     assert main(["encode", str(LEASES), str(index), "--precision", precision, "--no-progress"]) == 0
-    meta = json.loads((index / "index.json").read_text())
-    embeddings = np.load(index / "embeddings.npy")
-    lines = (index / "chunks.jsonl").read_text().splitlines()
-    assert meta["num_chunks"] == len(lines) == len(embeddings) and meta["num_documents"] == 6
+    store = IndexStore(index)
+    assert store.count_documents() == 6 and store.info.precision == precision
+    embeddings, records = store.chunks_in_order()
+    assert store.count_chunks() == len(records) == len(embeddings) > 6
     assert embeddings.dtype == (np.int8 if precision == "int8" else np.float32)
-    record = json.loads(lines[5])
-    text = (LEASES / record["path"]).read_text()
-    assert text[record["start"] : record["end"]] == record["text"]
+    (document,) = store.fetch_documents([records[5]["path"]])
+    text = (LEASES / document.id).read_text()
+    assert all(text[chunk.start : chunk.end] == chunk.text for chunk in document.chunks)
     capsys.readouterr()
     assert main(["search", str(index), QUERY]) == 0
     assert first_result(capsys.readouterr().out).startswith("1. lease-ocean-drive.txt")
