@@ -91,7 +91,7 @@ def test_a_recipes_stages_run_in_order_from_each_others_deltas(built, tmp_path):
 # train_loss of the packaged recipe's first two steps per stage on tests/training/data/recipe_sample.jsonl (six
 # families cut from the default model's training file), recorded with this code on two CPU threads, torch 2.13.0 CPU,
 # transformers 5.25, peft 0.21 (what a fresh install of the pins gives). Re-recorded on 2026-12-07: the figures first
-# recorded (6.03399, 0.0026305) were off by 0.13% and 0.35% on this stack with the code of that day as well as today's,
+# recorded (6.03399, 0.0026305) were off by 0.13% and 0.35% on this stack both with the code of 26be7b6 and with today's,
 # so a dependency's kernels moved them, not the training code.
 RECORDED_LOSSES = {"contextual": 6.0262956619262695, "one-pass-mix": 0.0026396275497972965}
 
