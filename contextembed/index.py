@@ -41,7 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from contextembed.index_legacy import LEGACY_FILES, is_legacy_index, read_legacy_index, restore_interrupted
+from contextembed.index_legacy import (LEGACY_FILES, is_legacy_index, read_header, read_legacy_index,
+                                      restore_interrupted)
 from contextembed.modeling import PRECISIONS
 from contextembed.segments import Segment, SegmentWriter, sync_folder, write_segment
 from contextembed.stores.base import DocumentVectors
@@ -342,20 +343,8 @@ def merge_plan(sizes: list[tuple[int, int]]) -> list[int]:
 
 def read_manifest(file: Path) -> dict:
     """A manifest, checked; every problem a `ValueError` naming the file."""
-    try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"cannot read {str(file)!r} as JSON: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("format_version") != INDEX_FORMAT_VERSION:
-        found = manifest.get("format_version") if isinstance(manifest, dict) else None
-        raise ValueError(f"{str(file)!r}: format_version must be {INDEX_FORMAT_VERSION}, got {found!r} (an index "
-                         "written by a newer contextembed: upgrade the package)")
-    if manifest.get("precision") not in PRECISIONS:
-        raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {manifest.get('precision')!r}")
-    for name in ("dim", "generation"):
-        value = manifest.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{str(file)!r}: {name} must be a non-negative integer, got {value!r}")
+    manifest = read_header(file, (INDEX_FORMAT_VERSION,), "an index written by a newer contextembed: upgrade the "
+                           "package", ("dim", "generation"))
     segments = manifest.get("segments")
     if not isinstance(segments, list) or not all(
             isinstance(s, dict) and isinstance(s.get("name"), str) and "/" not in s["name"] and s["name"][:1] not in

@@ -120,24 +120,31 @@ def restore_interrupted(output_dir: str | Path) -> bool:
     return restored
 
 
-def _read_meta(file: Path) -> dict:
+def read_header(file: Path, versions: tuple[int, ...], newer: str, counts: tuple[str, ...]) -> dict:
+    """An index's JSON header (format 4's manifest, formats 2 and 3's index.json), checked: a readable JSON object,
+    `format_version` one of `versions` (else a ValueError ending in `newer`, what to do), a known `precision`, and
+    the fields named in `counts` non-negative integers. Every problem is a `ValueError` naming the file."""
     try:
-        meta = json.loads(file.read_text(encoding="utf-8"))
+        header = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot read {str(file)!r} as JSON: {error}") from error
-    if not isinstance(meta, dict):
+    if not isinstance(header, dict):
         raise ValueError(f"{str(file)!r} must hold a JSON object")
-    if meta.get("format_version") not in READABLE_VERSIONS:
-        raise ValueError(f"{str(file)!r}: format_version must be {' or '.join(map(str, READABLE_VERSIONS))}, got "
-                         f"{meta.get('format_version')!r} (re-encode the corpus with this version: contextembed "
-                         "encode CORPUS INDEX --overwrite)")
-    if meta.get("precision") not in PRECISIONS:
-        raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {meta.get('precision')!r}")
-    for name in ("output_dim", "num_chunks"):
-        value = meta.get(name)
+    if header.get("format_version") not in versions:
+        raise ValueError(f"{str(file)!r}: format_version must be {' or '.join(map(str, versions))}, got "
+                         f"{header.get('format_version')!r} ({newer})")
+    if header.get("precision") not in PRECISIONS:
+        raise ValueError(f"{str(file)!r}: precision must be one of {PRECISIONS}, got {header.get('precision')!r}")
+    for name in counts:
+        value = header.get(name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{str(file)!r}: {name} must be a non-negative integer, got {value!r}")
-    return meta
+    return header
+
+
+def _read_meta(file: Path) -> dict:
+    return read_header(file, READABLE_VERSIONS, "re-encode the corpus with this version: contextembed encode CORPUS "
+                       "INDEX --overwrite", ("output_dim", "num_chunks"))
 
 
 def _read_records(file: Path) -> list[dict]:
