@@ -43,10 +43,14 @@ from contextembed.chunking import Chunk
 from contextembed.corpus import JSONL_SUFFIXES, SUFFIXES, Document, document_from_record
 from contextembed.mixing import check_local_mix
 from contextembed.modeling import normalize_documents
+from contextembed.pipeline import commit_batches
+from contextembed.prefetch import prefetched
 
 logger = logging.getLogger(__name__)
 
 COLUMNS = ("doc_id", "chunk_index", "start", "end", "text", "embedding")
+ACTOR_GROUP = 16  # documents an actor prepares while it embeds the group before (`sync_on_ray`)
+ACTOR_GROUP_TOKENS = 65_536  # and at most this many tokens in one group
 
 
 class ChunkEmbedder:
@@ -165,12 +169,14 @@ class DocumentEmbedder:
                 _append(rows, document_id, "empty" if document is None else "kept")
             else:
                 todo.append(document)
-        prepared = self.encoder.prepare(todo) if todo else []
-        for item, vectors in zip(prepared, self.encoder.embed(prepared) if prepared else []):
-            document = item.document
-            _append(rows, document.id, "embedded", document.content_hash, json.dumps(document.metadata),
-                    [c.text for c in item.chunks], [c.start for c in item.chunks], [c.end for c in item.chunks],
-                    np.ascontiguousarray(vectors).tobytes(), item.tokens)
+        # the call's documents in groups, the next one chunked and tokenised in a thread while the model embeds this
+        groups = commit_batches(self.encoder.prepare, iter(todo), ACTOR_GROUP, ACTOR_GROUP_TOKENS, group=ACTOR_GROUP)
+        for prepared in prefetched(groups):
+            for item, vectors in zip(prepared, self.encoder.embed(prepared)):
+                document = item.document
+                _append(rows, document.id, "embedded", document.content_hash, json.dumps(document.metadata),
+                        [c.text for c in item.chunks], [c.start for c in item.chunks], [c.end for c in item.chunks],
+                        np.ascontiguousarray(vectors).tobytes(), item.tokens)
         return pa.table({
             "id": pa.array(rows["id"], pa.string()), "status": pa.array(rows["status"], pa.string()),
             "content_hash": pa.array(rows["content_hash"], pa.string()),
@@ -228,12 +234,13 @@ def read_corpus_dataset(path: str | os.PathLike):
 
 
 def sync_on_ray(path, store, info, *, model: str = "", chunker="sentences", output_dim: int | None = None,
-                num_actors: int = 2, num_gpus: float = 0, dtype: str | None = None, batch_size: int = 16,
+                num_actors: int = 2, num_gpus: float = 0, dtype: str | None = None, batch_size: int = 64,
                 commit_documents: int | None = None, commit_tokens: int | None = None,
                 stop: threading.Event | None = None, progress: bool = False):
     """Bring `store` in step with the corpus at `path`, embedded on a Ray actor pool (see the module docstring);
-    returns a `contextembed.stores.sync.SyncReport`. `batch_size`: documents per actor call (within it the encoder
-    batches by tokens); `num_gpus`: per actor (1: one actor per GPU)."""
+    returns a `contextembed.stores.sync.SyncReport`. `batch_size`: documents per actor call (the actor prepares them
+    in groups of 16, the next group beside the model's pass over this one, and the encoder batches each group by
+    tokens); `num_gpus`: per actor (1: one actor per GPU)."""
     from ray.data import ActorPoolStrategy
 
     from contextembed.index import vector_layout

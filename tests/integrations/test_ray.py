@@ -116,3 +116,21 @@ def test_ray_rows_of_a_folder_and_of_records(built, tmp_path):
     assert len(row["vectors"]) == 2 * 16  # int8 codes
     with pytest.raises(ValueError, match="duplicate|must be a non-empty string"):
         embedder(pa.table({"id": [""], "text": ["x"]}))
+
+
+def test_an_actor_call_prepares_its_documents_in_groups_and_embeds_each_once_in_order(built):
+    """A call of more documents than one group (the next group prepared beside the model's pass over this one): every
+    document comes back once, in the order given, with the vectors the encoder gives the call's documents at once."""
+    from contextembed.corpus import Document
+    from contextembed.integrations.ray import ACTOR_GROUP, DocumentEmbedder
+
+    texts = {f"d{i:02d}": " ".join(f"Clause {j} of lease {i}." for j in range(1 + i % 5)) for i in range(2 * ACTOR_GROUP
+                                                                                                       + 3)}
+    embedder = DocumentEmbedder(str(built["bert"][0]), "sentences", None, "float32", None, None, {}, None)
+    out = embedder(pa.table({"id": list(texts), "text": list(texts.values())})).to_pylist()
+    assert [row["id"] for row in out] == list(texts) and {row["status"] for row in out} == {"embedded"}
+    expected = embedder.encoder.embed(embedder.encoder.prepare([Document(i, t) for i, t in texts.items()]))
+    for row, vectors in zip(out, expected, strict=True):
+        assert len(row["texts"]) == len(vectors) == 1 + int(row["id"][1:]) % 5
+        np.testing.assert_allclose(np.frombuffer(row["vectors"], np.float32).reshape(vectors.shape), vectors,
+                                   atol=1e-5)
