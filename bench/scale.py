@@ -8,7 +8,8 @@ The corpus is generated (nothing downloaded): JSON lines in context-bench's layo
 of about 14 words a document on average. The model is a BERT-shaped backbone of one layer (hidden 32) with 2,048
 positions, so every document is one pass, and a 1024-d projection, so that vectors weigh what real ones do (4 KiB
 each in float32). Each `contextembed` command runs in its own process; its wall time and peak memory are that
-process's own (`os.wait4`). Parts:
+process's own (`os.wait4`). A run of some parts keeps, in the results file, the figures an earlier run measured for
+the others on the same corpus (documents, chunks, width), so the parts can run one at a time. Parts:
 
 - `index`: `contextembed encode` into the index folder: chunks/s, peak RSS, size on disk;
 - `resume`: the same encode killed (SIGKILL) at a third of the corpus, then the same command: what the rerun costs
@@ -41,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_result  # noqa: E402
+from _common import RESULTS, write_result  # noqa: E402
 
 PARTS = ("index", "resume", "append", "compact", "search", "lancedb", "memory", "paper")
 SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro " \
@@ -155,14 +156,12 @@ def main() -> int:
     checkpoint = make_checkpoint(work, args.dim)
     data = {"documents": args.documents, "chunks": sentences, "dim": args.dim,
             "corpus_mib": corpus.stat().st_size / 2**20}
-    lines = [f"Corpus: {args.documents:,} generated documents, {sentences:,} sentence chunks "
-             f"({data['corpus_mib']:,.0f} MiB of JSON lines); a one-layer BERT-shaped backbone (hidden 32, 2,048 "
-             f"positions) with a {args.dim}-d projection, float32 vectors. One process per command; times are this "
-             "machine's, so each is also given against the full encode measured in the same run.", ""]
-    command = "python bench/scale.py " + " ".join(sys.argv[1:])
+    previous = _previous(data)  # the figures of earlier runs' parts on this corpus, kept unless re-measured
+    data["commands"] = previous.get("commands", []) + ["python bench/scale.py " + " ".join(sys.argv[1:])]
+    data.update({part: previous[part] for part in PARTS if part in previous and part not in args.parts})
 
     def save():  # after every part, so that a run stopped midway keeps what it measured
-        write_result("scale", command, lines, data)
+        write_result("scale", " ; ".join(data["commands"]), render(data), data)
 
     index = work / "index"
     if "index" in args.parts or not manifest(index):
@@ -172,11 +171,7 @@ def main() -> int:
         data["index"] = {"seconds": result["seconds"], "peak_mib": result["peak_mib"], "size_mib": size_mib(index),
                          "chunks_per_second": sentences / result["seconds"],
                          "segments": len(manifest(index)["segments"])}
-        lines.append(f"- **index**: {sentences / result['seconds']:,.0f} chunks/s ({result['seconds'] / 60:.1f} min), "
-                     f"peak RSS {result['peak_mib']:,.0f} MiB, {size_mib(index):,.0f} MiB on disk "
-                     f"({len(manifest(index)['segments'])} segments after the merges along the way)")
-    save()
-    full = data.get("index", {}).get("seconds")
+        save()
     if "resume" in args.parts:
         second = work / "index-resumed"
         shutil.rmtree(second, ignore_errors=True)
@@ -186,16 +181,10 @@ def main() -> int:
         kept = manifest(second).get("num_documents", 0)
         resumed = run(encode(corpus, second, checkpoint))
         assert resumed["returncode"] == 0, resumed["stderr"][-2000:]
-        same = _same_index(index, second)
         data["resume"] = {"killed_returncode": killed["returncode"], "committed_when_killed": kept,
-                          "resume_seconds": resumed["seconds"], "same_as_uninterrupted": same,
-                          "resume_over_full": resumed["seconds"] / full if full else None}
-        lines.append(f"- **resume**: killed (SIGKILL) with {kept:,} of {args.documents:,} documents committed; the "
-                     f"same command then took {resumed['seconds'] / 60:.1f} min"
-                     + (f" ({resumed['seconds'] / full:.2f} of the full encode, for "
-                        f"{1 - kept / args.documents:.2f} of the documents)" if full else "")
-                     + f"; result against the uninterrupted index: {same}")
-    save()
+                          "resume_seconds": resumed["seconds"], "same_as_uninterrupted": _same_index(index, second)}
+        shutil.rmtree(second, ignore_errors=True)
+        save()
     if "append" in args.parts:
         appended = work / f"corpus-{args.documents}-plus-50.jsonl"
         shutil.copy(corpus, appended)
@@ -204,14 +193,10 @@ def main() -> int:
         result = run(encode(appended, index, checkpoint))
         assert result["returncode"] == 0, result["stderr"][-2000:]
         after = files(index)
-        written = sum(stat[1] for path, stat in after.items() if before.get(path) != stat)
-        data["append"] = {"seconds": result["seconds"], "bytes_written": written,
+        data["append"] = {"seconds": result["seconds"],
+                          "bytes_written": sum(stat[1] for path, stat in after.items() if before.get(path) != stat),
                           "index_bytes": sum(s[1] for s in after.values()), "report": result["stdout"].strip()}
-        lines.append(f"- **append** of 50 documents: {written / 2**20:,.1f} MiB written of a "
-                     f"{data['append']['index_bytes'] / 2**20:,.0f} MiB index, {result['seconds']:.0f} s"
-                     + (f" ({result['seconds'] / full:.3f} of the full encode; reading and hashing the 39k documents "
-                        "it keeps is most of it)" if full else "") + f": `{result['stdout'].strip()}`")
-    save()
+        save()
     if "compact" in args.parts:
         before = size_mib(index)
         segments = len(manifest(index)["segments"])
@@ -219,10 +204,7 @@ def main() -> int:
         assert result["returncode"] == 0, result["stderr"][-2000:]
         data["compact"] = {"seconds": result["seconds"], "segments_before": segments, "size_before_mib": before,
                            "size_after_mib": size_mib(index), "peak_mib": result["peak_mib"]}
-        lines.append(f"- **compact**: {segments} segments into 1 in {result['seconds']:.0f} s"
-                     + (f" ({result['seconds'] / full:.2f} of the full encode)" if full else "")
-                     + f", {before:,.0f} → {size_mib(index):,.0f} MiB, peak RSS {result['peak_mib']:,.0f} MiB")
-    save()
+        save()
     lance = f"lancedb://{work / 'lance'}?table=chunks"
     if "lancedb" in args.parts:
         shutil.rmtree(work / "lance", ignore_errors=True)
@@ -230,18 +212,10 @@ def main() -> int:
         assert result["returncode"] == 0, result["stderr"][-2000:]
         data["lancedb"] = {"seconds": result["seconds"], "peak_mib": result["peak_mib"],
                            "size_mib": size_mib(work / "lance"), "chunks_per_second": sentences / result["seconds"]}
-        lines.append(f"- **LanceDB**: {sentences / result['seconds']:,.0f} chunks/s, peak RSS "
-                     f"{result['peak_mib']:,.0f} MiB, {size_mib(work / 'lance'):,.0f} MiB on disk"
-                     + (f"; encode time against the index: {result['seconds'] / full:.2f}" if full else ""))
-    save()
+        save()
     if "search" in args.parts:
         data["search"] = _search(index, lance if (work / "lance").exists() else None, args.queries, args.dim)
-        s = data["search"]
-        lines.append(f"- **exact search**, one query at a time (k=10): index {s['index_seconds']:.2f} s a query"
-                     + (f", LanceDB {s['lancedb_seconds']:.2f} s (LanceDB / index: "
-                        f"{s['lancedb_seconds'] / s['index_seconds']:.1f}); the same top 10 documents: "
-                        f"{s['same_documents']}" if "lancedb_seconds" in s else ""))
-    save()
+        save()
     if "memory" in args.parts:
         data["memory"] = []
         small = make_checkpoint(work, 64)
@@ -257,19 +231,79 @@ def main() -> int:
             data["memory"].append({"documents": size, "peak_mib": result["peak_mib"], "seconds": result["seconds"],
                                    "size_mib": size_mib(out)})
             shutil.rmtree(out, ignore_errors=True)
-        lines.append("- **memory** of an encode against the corpus's size (8 sentences a document, 64-d vectors): "
-                     + ", ".join(f"{m['documents']:,} documents {m['peak_mib']:,.0f} MiB" for m in data["memory"]))
-    save()
+            save()
     if "paper" in args.parts:
-        data["paper"] = paper = on_paper()
-        lines += ["", "**On paper: Q2D-Web (190M documents) with pplx-embed-v2-context-0.6b** (derived, not measured: "
-                  "the FLOPs of its inferred geometry, an assumed MFU, this machine's tokenizer throughput per core):",
-                  "", *paper["lines"]]
+        data["paper"] = on_paper()
     save()
-    print("\n".join(lines))
+    print("\n".join(render(data)))
     print(headline(data))
     return 0
 
+
+def _previous(data: dict) -> dict:
+    """The results file of an earlier run on the same corpus (documents, chunks, width), or {}."""
+    file = Path(os.environ.get("CONTEXTEMBED_BENCH_RESULTS", RESULTS)) / "scale.json"
+    try:
+        previous = json.loads(file.read_text())
+    except (OSError, ValueError):
+        return {}
+    same = all(previous.get(key) == data[key] for key in ("documents", "chunks", "dim"))
+    return previous if same else {}
+
+
+def render(data: dict) -> list[str]:
+    """The results file's findings, from the figures: each time also given against the full encode."""
+    full = data.get("index", {}).get("seconds")
+    documents, chunks = data["documents"], data["chunks"]
+
+    def against(seconds: float, what: str = "of the full encode") -> str:
+        return f" ({seconds / full:.2f} {what})" if full else ""
+
+    lines = [f"Corpus: {documents:,} generated documents, {chunks:,} sentence chunks ({data['corpus_mib']:,.0f} MiB "
+             f"of JSON lines); a one-layer BERT-shaped backbone (hidden 32, 2,048 positions) with a {data['dim']}-d "
+             "projection, float32 vectors. One process per command; times are this machine's, so each is also given "
+             "against the full encode.", ""]
+    if "index" in data:
+        x = data["index"]
+        lines.append(f"- **index**: {x['chunks_per_second']:,.0f} chunks/s ({x['seconds'] / 60:.1f} min), peak RSS "
+                     f"{x['peak_mib']:,.0f} MiB, {x['size_mib']:,.0f} MiB on disk ({x['segments']} segments after the "
+                     "merges along the way)")
+    if "resume" in data:
+        x = data["resume"]
+        lines.append(f"- **resume**: killed (SIGKILL) with {x['committed_when_killed']:,} of {documents:,} documents "
+                     f"committed; the same command then took {x['resume_seconds'] / 60:.1f} min"
+                     + against(x["resume_seconds"], f"of the full encode, for "
+                               f"{1 - x['committed_when_killed'] / documents:.2f} of the documents")
+                     + f"; result against the uninterrupted index: {x['same_as_uninterrupted']}")
+    if "append" in data:
+        x = data["append"]
+        lines.append(f"- **append** of 50 documents: {x['bytes_written'] / 2**20:,.1f} MiB written of a "
+                     f"{x['index_bytes'] / 2**20:,.0f} MiB index, {x['seconds']:.0f} s"
+                     + against(x["seconds"], "of the full encode; reading and hashing the documents it keeps is most "
+                               "of it") + f": `{x['report']}`")
+    if "compact" in data:
+        x = data["compact"]
+        lines.append(f"- **compact**: {x['segments_before']} segments into 1 in {x['seconds']:.0f} s"
+                     + against(x["seconds"]) + f", {x['size_before_mib']:,.0f} → {x['size_after_mib']:,.0f} MiB, "
+                     f"peak RSS {x['peak_mib']:,.0f} MiB")
+    if "lancedb" in data:
+        x = data["lancedb"]
+        lines.append(f"- **LanceDB**: {x['chunks_per_second']:,.0f} chunks/s, peak RSS {x['peak_mib']:,.0f} MiB, "
+                     f"{x['size_mib']:,.0f} MiB on disk" + against(x["seconds"], "of the index's encode time"))
+    if "search" in data:
+        x = data["search"]
+        lines.append(f"- **exact search**, one query at a time (k=10): index {x['index_seconds']:.2f} s a query"
+                     + (f", LanceDB {x['lancedb_seconds']:.2f} s (LanceDB / index: "
+                        f"{x['lancedb_seconds'] / x['index_seconds']:.1f}); the same top 10 documents: "
+                        f"{x['same_documents']}" if "lancedb_seconds" in x else ""))
+    if data.get("memory"):
+        lines.append("- **memory** of an encode against the corpus's size (8 sentences a document, 64-d vectors): "
+                     + ", ".join(f"{m['documents']:,} documents {m['peak_mib']:,.0f} MiB" for m in data["memory"]))
+    if "paper" in data:
+        lines += ["", "**On paper: Q2D-Web (190M documents) with pplx-embed-v2-context-0.6b** (derived, not measured: "
+                  "the FLOPs of its inferred geometry, an assumed MFU, this machine's tokenizer throughput per core):",
+                  "", *data["paper"]["lines"]]
+    return lines
 
 def headline(data: dict) -> str:
     """The run's last line (bench/run_all.py's summary row)."""
