@@ -143,6 +143,7 @@ def main() -> int:
     parser.add_argument("--memory-sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--work", type=Path, default=Path("bench/out/scale"))
+    parser.add_argument("--results", default="scale", help="the results file's name (bench/results/NAME.md)")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     work = args.work.resolve()
@@ -156,12 +157,12 @@ def main() -> int:
     checkpoint = make_checkpoint(work, args.dim)
     data = {"documents": args.documents, "chunks": sentences, "dim": args.dim,
             "corpus_mib": corpus.stat().st_size / 2**20}
-    previous = _previous(data)  # the figures of earlier runs' parts on this corpus, kept unless re-measured
+    previous = _previous(args.results, data)  # the figures of earlier runs' parts on this corpus, kept unless re-measured
     data["commands"] = previous.get("commands", []) + ["python bench/scale.py " + " ".join(sys.argv[1:])]
     data.update({part: previous[part] for part in PARTS if part in previous and part not in args.parts})
 
     def save():  # after every part, so that a run stopped midway keeps what it measured
-        write_result("scale", " ; ".join(data["commands"]), render(data), data)
+        write_result(args.results, " ; ".join(data["commands"]), render(data), data)
 
     index = work / "index"
     if "index" in args.parts or not manifest(index):
@@ -240,9 +241,9 @@ def main() -> int:
     return 0
 
 
-def _previous(data: dict) -> dict:
+def _previous(name: str, data: dict) -> dict:
     """The results file of an earlier run on the same corpus (documents, chunks, width), or {}."""
-    file = Path(os.environ.get("CONTEXTEMBED_BENCH_RESULTS", RESULTS)) / "scale.json"
+    file = Path(os.environ.get("CONTEXTEMBED_BENCH_RESULTS", RESULTS)) / f"{name}.json"
     try:
         previous = json.loads(file.read_text())
     except (OSError, ValueError):
