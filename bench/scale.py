@@ -157,7 +157,7 @@ def main() -> int:
     checkpoint = make_checkpoint(work, args.dim)
     data = {"documents": args.documents, "chunks": sentences, "dim": args.dim,
             "corpus_mib": corpus.stat().st_size / 2**20}
-    previous = _previous(args.results, data)  # the figures of earlier runs' parts on this corpus, kept unless re-measured
+    previous = _previous(args.results, data)  # earlier runs' figures on this corpus, kept unless re-measured
     data["commands"] = previous.get("commands", []) + ["python bench/scale.py " + " ".join(sys.argv[1:])]
     data.update({part: previous[part] for part in PARTS if part in previous and part not in args.parts})
 
