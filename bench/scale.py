@@ -8,8 +8,9 @@ The corpus is generated (nothing downloaded): JSON lines in context-bench's layo
 of about 14 words a document on average. The model is a BERT-shaped backbone of one layer (hidden 32) with 2,048
 positions, so every document is one pass, and a 1024-d projection, so that vectors weigh what real ones do (4 KiB
 each in float32). Each `contextembed` command runs in its own process; its wall time and peak memory are that
-process's own (`os.wait4`). A run of some parts keeps, in the results file, the figures an earlier run measured for
-the others on the same corpus (documents, chunks, width), so the parts can run one at a time. Parts:
+process's own (VmHWM, reported by the process itself). A run of some parts keeps, in the results file, the figures
+an earlier run measured for the others on the same corpus (documents, chunks, width), so the parts can run one at a
+time. Parts:
 
 - `index`: `contextembed encode` into the index folder: chunks/s, peak RSS, size on disk;
 - `resume`: the same encode killed (SIGKILL) at a third of the corpus, then the same command: what the rerun costs
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -93,25 +96,40 @@ def make_checkpoint(folder: Path, dim: int) -> Path:
     return out
 
 
+# `python -m MODULE ARGS` run so that the process reports its own peak RSS: /proc's VmHWM of the memory it builds
+# after exec. (wait4's ru_maxrss would not do: Linux carries the forking process's peak over exec into the child's,
+# so a driver that has mapped a 10 GB index would report 10 GB for every command it starts afterwards.)
+PEAK = """
+import re, runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+finally:
+    hwm = re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read())
+    print(f"\\npeak-rss-kib {hwm.group(1)}", file=sys.stderr)
+"""
+
+
 def run(command: list[str], kill_when=None) -> dict:
-    """Run a command in its own process (killed with SIGKILL once `kill_when()` holds): wall seconds, its own peak
-    RSS in MiB (from `wait4`), return code and output."""
+    """Run `python -m ...` in its own process (killed with SIGKILL once `kill_when()` holds): wall seconds, its own
+    peak RSS in MiB (None when killed), return code and output."""
+    assert command[1] == "-m", command
+    command = [command[0], "-c", PEAK, *command[2:]]
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
+        while process.poll() is None:
             if kill_when is not None and kill_when():
                 process.send_signal(signal.SIGKILL)
                 kill_when = None
             time.sleep(0.05)
-        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
-        return {"seconds": time.perf_counter() - start, "returncode": process.returncode, "stdout": out.read(),
-                "stderr": err.read(), "peak_mib": usage.ru_maxrss / 1024}
+        stderr = err.read()
+        peaks = [line.split()[1] for line in stderr.splitlines() if line.startswith("peak-rss-kib ")]
+        return {"seconds": seconds, "returncode": process.returncode, "stdout": out.read(), "stderr": stderr,
+                "peak_mib": int(peaks[-1]) / 1024 if peaks else None}
 
 
 def size_mib(path: Path) -> float:
@@ -215,7 +233,11 @@ def main() -> int:
                            "size_mib": size_mib(work / "lance"), "chunks_per_second": sentences / result["seconds"]}
         save()
     if "search" in args.parts:
-        data["search"] = _search(index, lance if (work / "lance").exists() else None, args.queries, args.dim)
+        # in a process of its own: the search maps the index's files, and a process this one forks afterwards would
+        # start from (and report, in wait4's peak RSS) that much memory
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            data["search"] = pool.submit(_search, index, lance if (work / "lance").exists() else None, args.queries,
+                                         args.dim).result()
         save()
     if "memory" in args.parts:
         data["memory"] = []
