@@ -337,13 +337,20 @@ class ContextEmbedder:
         cuda = self.device.type == "cuda"
 
         def batches():
-            for first, rows in groups:
-                for batch in token_budget_batches([len(r["input_ids"]) for r in rows], batch_size,
-                                                  max_tokens_per_batch):
-                    features = self.processor.pad([rows[i] for i in batch])
-                    if cuda:
-                        features = {k: v.pin_memory() for k, v in features.items()}
-                    yield [first + i for i in batch], [rows[i]["num_chunks"] for i in batch], features
+            # the next group is tokenised in a thread of its own while this group's batches are padded and run: a
+            # group holds many batches, more than the prefetch queue, so tokenising it between them would stall
+            ahead = prefetched(groups, depth=1) if self.prefetch else groups
+            try:
+                for first, rows in ahead:
+                    for batch in token_budget_batches([len(r["input_ids"]) for r in rows], batch_size,
+                                                      max_tokens_per_batch):
+                        features = self.processor.pad([rows[i] for i in batch])
+                        if cuda:
+                            features = {k: v.pin_memory() for k, v in features.items()}
+                        yield [first + i for i in batch], [rows[i]["num_chunks"] for i in batch], features
+            finally:
+                if hasattr(ahead, "close"):
+                    ahead.close()
 
         def finish(done) -> None:
             indices, chunks, vectors, copied = done
