@@ -17,8 +17,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ORDER = ["throughput", "throughput_local_mix", "peer_afterthoughts", "peer_afterthoughts_long", "host",
          "long_documents", "long_documents_chunks", "search", "search_backends", "search_context_bench_scale",
-         "scale", "ray_data", "dtype", "backends", "serve", "stores", "gpu", "gpu_pipeline", "gpu_tiny_cpu"]
-# bench/scale.py (about an hour) runs on its own: its results are assembled here when present.
+         "scale", "scale_5k", "ray_data", "dtype", "backends", "serve", "stores", "gpu", "gpu_pipeline", "gpu_tiny_cpu"]
+# bench/scale.py (about an hour) runs on its own: its results are assembled here when present (scale_5k: the same
+# parts on 5,000 documents, `python bench/scale.py --documents 5000 --results scale_5k --work bench/out/scale-5k`).
 COMMANDS = [["throughput.py"], ["throughput.py", "--local-mix", "0.1"], ["peer_afterthoughts.py"],
             ["peer_afterthoughts.py", "--long"], ["host.py"],
             ["long_documents.py"], ["search.py"],
@@ -56,8 +57,10 @@ def headline(results: Path) -> list[str]:
                     "≤ 1 |")
     if (h := load("host")) is not None and "ceiling" in h:
         for layout, c in h["ceiling"].items():
-            rows.append(f"| host ceiling on one core, {layout}: encode ÷ tokenizer alone, padding ratio | "
-                        f"{c['encode_over_tokenizer']:.2f}, {c['padding_ratio']:.3f} | padding ≤ 1.1 |")
+            alone = c.get("host_tokens_per_second")
+            rows.append(f"| host ceiling on one core, {layout}: host's work alone ÷ tokenizer alone, padding ratio | "
+                        + (f"{alone / c['tokenizer_tokens_per_second']:.2f}" if alone else "–")
+                        + f", {c['padding_ratio']:.3f} | padding ≤ 1.1 |")
     if (x := load("scale")) is not None and "index" in x:
         rows.append(f"| context-bench-sized corpus ({x['documents']:,} documents, {x['chunks']:,} chunks) into the "
                     f"index: chunks/s, peak RSS | {x['index']['chunks_per_second']:,.0f}, "
@@ -66,6 +69,15 @@ def headline(results: Path) -> list[str]:
             rows.append(f"| appending 50 documents to it: MiB written of the index's | "
                         f"{x['append']['bytes_written'] / 2**20:,.1f} of {x['append']['index_bytes'] / 2**20:,.0f} | "
                         "∝ what is added |")
+        if x.get("memory"):
+            rows.append("| peak RSS of an encode by corpus size (8 sentences a document) | " + ", ".join(
+                f"{m['documents']:,}: {m['peak_mib']:,.0f} MiB" for m in x["memory"]) + " | flat in the corpus |")
+    for name in ("scale", "scale_5k"):
+        if (x := load(name)) is not None and "resume" in x:
+            r = x["resume"]
+            rows.append(f"| {x['documents']:,}-document encode killed (SIGKILL) with {r['committed_when_killed']:,} "
+                        f"committed, then rerun: minutes of the rerun, of the full encode | "
+                        f"{r['resume_seconds'] / 60:.1f} of {x['index']['seconds'] / 60:.1f} | only what is left |")
     if (m := load("long_documents")) is not None and m.get("ratio_32k_16k"):
         rows.append(f"| peak memory 32k / 16k tokens | {m['ratio_32k_16k']:.2f} | ≤ 2.2 |")
     if (w := load("long_documents_chunks")) is not None and len(w["rows"]) > 1:
