@@ -128,6 +128,7 @@ class TestFreshProcess:
         payload = json.loads(result.stdout.strip().splitlines()[-1])
         assert payload["shapes"] == [[3, 16], [1, 16]] and payload["diff"] <= 1e-5
 
+    @pytest.mark.slow
     def test_without_import_transformers_names_the_unknown_model_type(self, built):
         result = subprocess.run([sys.executable, "-c", WITHOUT_IMPORT, str(built["bert"][0])],
                                 capture_output=True, text=True, env=_offline_env())
@@ -151,6 +152,7 @@ SentenceTransformer(sys.argv[1], device="cpu")
 class TestRequirements:
     @pytest.mark.skipif(int(__import__("sentence_transformers").__version__.split(".")[0]) < 6,
                         reason="sentence-transformers < 6 does not read `requirements`")
+    @pytest.mark.slow
     def test_st6_says_to_install_contextembed_when_it_is_missing(self, built):
         """sentence-transformers >= 6 checks the checkpoint's `requirements` before loading anything: without the
         package, the error names it and why, instead of transformers' "upgrade transformers" advice."""

@@ -37,6 +37,7 @@ def test_the_auto_classes_know_the_model_whatever_is_imported_first(order):
     assert run.returncode == 0 and run.stdout.strip() == "registered", run.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_registering_twice_changes_nothing():
     run = subprocess.run([sys.executable, "-c", "import contextembed, transformers\n"
                           "from contextembed.registration import register_auto_classes\n"

@@ -91,6 +91,7 @@ def test_onnx_one_document_alone_equals_in_batch(exported):
         np.testing.assert_allclose(onnx.encode_documents([doc])[0], vectors, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_onnx_int8_weights(built, tmp_path):
     path = shutil.copytree(built["bert"][0], tmp_path / "bert")
     assert export(path, "onnx", quantize="int8") == path / "onnx" / "model_qint8.onnx"
@@ -190,6 +191,7 @@ def test_bad_backend_requests(built, exported, tmp_path):
         export(tmp_path, "onnx")
 
 
+@pytest.mark.slow
 def test_export_and_encode_from_the_command_line(built, tmp_path, capsys):
     path = shutil.copytree(built["bert"][0], tmp_path / "bert")
     corpus = tmp_path / "corpus"
@@ -211,6 +213,7 @@ def test_export_and_encode_from_the_command_line(built, tmp_path, capsys):
     assert "contextembed export" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_graph_exported_from_another_checkpoint_is_refused(built, backbone_dirs, exported, tmp_path):
     from safetensors.torch import load_file, save_file
 
@@ -258,6 +261,7 @@ def torch_and_onnx_with(source, path, **settings):
     return reference, onnx
 
 
+@pytest.mark.slow
 def test_onnx_carries_the_opening_like_torch(built, tmp_path):
     """With window_head_tokens set, every later window carries the opening in the exported graph too."""
     reference, onnx = torch_and_onnx_with(built["bert"][0], tmp_path / "head", window_head_tokens=8)
@@ -267,6 +271,7 @@ def test_onnx_carries_the_opening_like_torch(built, tmp_path):
     assert np.abs(carried[0][-1] - carried[1][-1]).max() > 1e-4  # the last window sees the edited opening
 
 
+@pytest.mark.slow
 def test_onnx_applies_the_tanh_head_like_torch(built, tmp_path):
     """With pplx-embed-v2's head (tanh after the projection, int8 as round(127 x)), the exported graph's sums give
     torch's vectors and codes: the activation is in the head both share."""

@@ -137,6 +137,7 @@ def test_a_set_without_capabilities_draws_without_that_panel(evaluated, tmp_path
         write_figure(tmp_path, [entry], ["svg"])
 
 
+@pytest.mark.slow
 def test_without_matplotlib_results_and_a_hint(built, dataset, tmp_path):
     """matplotlib made unimportable in a fresh interpreter: results.json is still written, and one line says how to
     get the figure."""
