@@ -18,7 +18,9 @@ byte-level BPE of Qwen's kind trained here).
    with a device that costs nothing, as before prefetching); the device's time D is the sleeps as they lasted (a
    sleep overshoots on a busy machine).
    Measured: the run as before (each batch prepared when the model needs it; `prefetch=0`) against now (batches
-   prepared in a thread beside the model), each against H + D and max(H, D).
+   prepared in a thread beside the model), each against H + D and max(H, D); then the same with torch at one
+   thread (on an accelerator the pooling runs on the device; its CPU stand-in's OpenMP team would compete with
+   the tokenizer's threads for the cores).
 3. **A plain CPU run** with the default model (MiniLM): now against before, side by side, to show nothing is slower.
 
 Repeats are interleaved; medians are compared. Last line: the blocking device's ratio now ÷ max(H, D).
@@ -126,7 +128,20 @@ def host_ceiling(documents, repeats: int) -> dict:
     return out
 
 
-def blocking_device(documents, repeats: int) -> dict:
+def blocking_device(documents, repeats: int, torch_threads: int | None = None) -> dict:
+    """`torch_threads`: torch's intra-op threads for the run (None: as they are). On an accelerator the pooling and
+    head run on the device; here their CPU stand-ins run in torch's OpenMP team, which competes with the tokenizer's
+    threads for the same two cores."""
+    threads = torch.get_num_threads()
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
+    try:
+        return _blocking_device(documents, repeats)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _blocking_device(documents, repeats: int) -> dict:
     encoder = _models.encoder("bert")
     as_before(encoder)
     run = lambda: encoder.encode_documents(documents, show_progress_bar=False)  # noqa: E731
@@ -180,6 +195,11 @@ def main() -> int:
         lines.append(f"- **blocking device** (BERT layout, the backbone a simulated device: host "
                      f"{d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s): before {d['before_over_sum']:.2f} × (host + device), now "
                      f"{d['now_over_max']:.2f} × max(host, device) (now ÷ before {d['now_over_before']:.2f})")
+        data["device_one_torch_thread"] = d = blocking_device(documents, args.repeats, torch_threads=1)
+        lines.append(f"  - the same with torch at one thread (the pooling's CPU stand-in no longer spreads over both "
+                     f"cores beside the tokenizer): host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s, "
+                     f"before {d['before_over_sum']:.2f} × (host + device), now {d['now_over_max']:.2f} × max(host, "
+                     f"device)")
     if "cpu" in args.parts:
         data["cpu"] = c = plain_cpu(documents[: len(documents) // args.copies], args.repeats)
         lines.append(f"- **plain CPU run**, default model (MiniLM), both cores: now ÷ before {c['now_over_before']:.3f}")

@@ -214,7 +214,7 @@ def main() -> int:
         after = files(index)
         data["append"] = {"seconds": result["seconds"],
                           "bytes_written": sum(stat[1] for path, stat in after.items() if before.get(path) != stat),
-                          "index_bytes": sum(s[1] for s in after.values()), "report": result["stdout"].strip()}
+                          "index_bytes": sum(s[1] for s in after.values()), "report": result["stdout"].strip().replace(str(index), index.name)}  # no machine path in a results file
         save()
     if "compact" in args.parts:
         before = size_mib(index)

@@ -357,10 +357,11 @@ class ContextEmbedder:
             if copied is not None:
                 copied.synchronize()  # the copy back of this batch has landed
             vectors = vectors.numpy()  # (B, C, D), cut and normalised by the model
+            finite = np.isfinite(vectors).all(axis=-1)  # (B, C); padding chunks are zero rows
             for row, (i, n) in enumerate(zip(indices, chunks)):
                 results[i] = vectors[row, :n]
-                if not np.isfinite(results[i]).all():
-                    chunk = int(np.flatnonzero(~np.isfinite(results[i]).all(axis=1))[0])
+                if not finite[row, :n].all():
+                    chunk = int(np.flatnonzero(~finite[row, :n])[0])
                     raise ValueError(f"the model gave {unit[:-1] if unit == 'documents' else 'query'} {i}, chunk "
                                      f"{chunk} a vector with NaN or infinite values: the checkpoint's weights or "
                                      "its dtype (float16 overflows) are broken, and no vector of it can be ranked")

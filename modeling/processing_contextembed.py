@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from transformers.processing_utils import ProcessorMixin
 
@@ -310,22 +311,30 @@ class ContextEmbedProcessor(ProcessorMixin):
         return list(zip(out["input_ids"], out["offset_mapping"])) if return_offsets else out["input_ids"]
 
     def pad(self, rows: list[dict[str, list[int]]], return_tensors: str | None = "pt") -> dict:
-        """Right-pad tokenised documents into a batch (tokens and chunk mask)."""
+        """Right-pad tokenised documents into a batch (tokens and chunk mask).
+
+        The rows are copied into preallocated arrays, one slice assignment each: the host's share of a batch stays
+        short, and little of it holds the interpreter while a prefetch thread pads beside the model's pass.
+        """
         if return_tensors not in ("pt", None):
             raise ValueError(f"return_tensors must be 'pt' or None, got {return_tensors!r}")
-        seq_len = max(len(row["input_ids"]) for row in rows)
-        num_chunks = max(row["num_chunks"] for row in rows)
+        lengths = np.array([len(row["input_ids"]) for row in rows])  # (B,)
+        counts = np.array([row["num_chunks"] for row in rows])  # (B,)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        batch = {"input_ids": [], "token_attention_mask": [], "chunk_ids": [], "attention_mask": []}
-        for row in rows:
-            n = len(row["input_ids"])
-            batch["input_ids"].append(row["input_ids"] + [pad_id] * (seq_len - n))
-            batch["token_attention_mask"].append([1] * n + [0] * (seq_len - n))
-            batch["chunk_ids"].append(row["chunk_ids"] + [-1] * (seq_len - n))
-            batch["attention_mask"].append([1] * row["num_chunks"] + [0] * (num_chunks - row["num_chunks"]))
+        input_ids = np.full((len(rows), lengths.max()), pad_id, dtype=np.int64)  # (B, T)
+        chunk_ids = np.full(input_ids.shape, -1, dtype=np.int64)  # (B, T)
+        for i, (row, n) in enumerate(zip(rows, lengths)):
+            input_ids[i, :n] = row["input_ids"]
+            chunk_ids[i, :n] = row["chunk_ids"]
+        batch = {
+            "input_ids": input_ids,
+            "token_attention_mask": (np.arange(input_ids.shape[1]) < lengths[:, None]).astype(np.int64),  # (B, T)
+            "chunk_ids": chunk_ids,
+            "attention_mask": (np.arange(counts.max()) < counts[:, None]).astype(np.int64),  # (B, C)
+        }
         if return_tensors == "pt":
-            batch = {key: torch.tensor(value, dtype=torch.long) for key, value in batch.items()}
-        return batch
+            return {key: torch.from_numpy(value) for key, value in batch.items()}
+        return {key: value.tolist() for key, value in batch.items()}
 
     def special_tokens_around(self) -> tuple[list[int], list[int]]:
         """The token ids the backbone's tokenizer puts before and after a text (e.g. `[CLS]` ... `[SEP]`)."""
