@@ -240,7 +240,8 @@ def main() -> int:
                                          args.dim).result()
         save()
     if "memory" in args.parts:
-        data["memory"] = []
+        # sizes measured by an earlier run and not now are kept
+        data["memory"] = [m for m in previous.get("memory", []) if m["documents"] not in args.memory_sizes]
         small = make_checkpoint(work, 64)
         for size in args.memory_sizes:
             path = work / f"memory-{size}.jsonl"
@@ -253,6 +254,7 @@ def main() -> int:
             assert result["returncode"] == 0, result["stderr"][-2000:]
             data["memory"].append({"documents": size, "peak_mib": result["peak_mib"], "seconds": result["seconds"],
                                    "size_mib": size_mib(out)})
+            data["memory"].sort(key=lambda m: m["documents"])
             shutil.rmtree(out, ignore_errors=True)
             save()
     if "paper" in args.parts:
