@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from contextembed.modeling import ContextEmbedProcessor
 
@@ -29,6 +30,17 @@ class TestLayout:
         mask = batch["token_attention_mask"][1]
         assert mask.tolist() == sorted(mask.tolist(), reverse=True)
         assert (batch["chunk_ids"][1][mask == 0] == -1).all()
+
+    def test_pad_copies_each_row_and_pads_the_rest(self, processor):
+        rows = [{"input_ids": [5, 6, 7, 8], "chunk_ids": [-1, 0, 1, -1], "num_chunks": 2},
+                {"input_ids": [9, 10], "chunk_ids": [0, -1], "num_chunks": 1}]
+        pad = processor.tokenizer.pad_token_id
+        expected = {"input_ids": [[5, 6, 7, 8], [9, 10, pad, pad]], "token_attention_mask": [[1, 1, 1, 1], [1, 1, 0, 0]],
+                    "chunk_ids": [[-1, 0, 1, -1], [0, -1, -1, -1]], "attention_mask": [[1, 1], [1, 0]]}
+        assert processor.pad(rows, return_tensors=None) == expected
+        tensors = processor.pad(rows)
+        assert {k: v.tolist() for k, v in tensors.items()} == expected
+        assert all(v.dtype == torch.long for v in tensors.values())
 
     def test_query_prefix_belongs_to_no_chunk(self, processor):
         with_prefix = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
