@@ -3,7 +3,9 @@
 Tokenisers and torch release the GIL, so while the model runs batch N (on an accelerator, or in torch's own CPU
 threads), a thread chunks, tokenises and pads batch N+1: the host's preparation runs beside the model's pass
 instead of between passes. The encoder (`ContextEmbedder`), corpus encodes (`contextembed.pipeline`) and the server's
-batcher prepare their batches through it.
+batcher prepare their batches through it. What runs in these threads is mostly the tokenizer's and numpy's compiled
+code: Python code there holds the interpreter lock that the model's thread takes back after every torch call, and
+slows it far more than the tokenizer does (docs/scale.md).
 """
 
 from __future__ import annotations
