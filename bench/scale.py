@@ -212,9 +212,10 @@ def main() -> int:
         result = run(encode(appended, index, checkpoint))
         assert result["returncode"] == 0, result["stderr"][-2000:]
         after = files(index)
+        report = result["stdout"].strip().replace(str(index), index.name)  # no machine path in a results file
         data["append"] = {"seconds": result["seconds"],
                           "bytes_written": sum(stat[1] for path, stat in after.items() if before.get(path) != stat),
-                          "index_bytes": sum(s[1] for s in after.values()), "report": result["stdout"].strip().replace(str(index), index.name)}  # no machine path in a results file
+                          "index_bytes": sum(s[1] for s in after.values()), "report": report}
         save()
     if "compact" in args.parts:
         before = size_mib(index)
