@@ -372,10 +372,11 @@ class ContextEmbedder:
         progress = _progress(count, show_progress_bar, unit)
         pending = None
         source = prefetched(batches(), depth=self.prefetch) if self.prefetch else batches()
+        device = self.device  # read once: the property walks the model's parameters
         try:
             with torch.inference_mode():
                 for indices, chunks, features in source:
-                    features = {k: v.to(self.device, non_blocking=cuda) for k, v in features.items()}
+                    features = {k: v.to(device, non_blocking=cuda) for k, v in features.items()}
                     out = self.model(**features, output_dim=output_dim, normalize=normalize)
                     vectors, copied = out.chunk_embeddings.float(), None
                     if cuda:  # queue the copy back and go on: the next batch is launched before this one is read

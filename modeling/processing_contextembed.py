@@ -301,10 +301,12 @@ class ContextEmbedProcessor(ProcessorMixin):
         With `return_offsets`, `(ids, offsets)` per text, offsets being `(start, end)` character spans.
         """
         if self._text_backend is not None:
-            encodings = self._text_backend.encode_batch(texts, add_special_tokens=False)
             if return_offsets:
+                encodings = self._text_backend.encode_batch(texts, add_special_tokens=False)
                 return [(e.ids, e.offsets) for e in encodings]
-            return [e.ids for e in encodings]
+            # The same ids without the offsets: about half the tokenizer's time, and reading the ids back holds the
+            # interpreter a tenth as long, which the model's thread waits on when this runs beside it.
+            return [e.ids for e in self._text_backend.encode_batch_fast(texts, add_special_tokens=False)]
         # A tokenizer without a Rust backend takes the option per call, without shared state.
         out = self.tokenizer(texts, add_special_tokens=False, split_special_tokens=True,
                              return_offsets_mapping=return_offsets)

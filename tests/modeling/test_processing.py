@@ -42,6 +42,12 @@ class TestLayout:
         assert {k: v.tolist() for k, v in tensors.items()} == expected
         assert all(v.dtype == torch.long for v in tensors.values())
 
+    def test_ids_without_offsets_are_the_ids_with_them(self, processor):
+        # Plain ids come from the tokenizer's call that skips offsets; the pplx-v2 layout's call keeps them.
+        texts = ["Déjà vu, ﬁne.", "[CLS] [SEP] [PAD] <|chunk_sep|>", "", "  \t", "한국어 😀 ½", "a" * 300]
+        with_offsets = processor.tokenize_text(texts, return_offsets=True)
+        assert processor.tokenize_text(texts) == [ids for ids, _ in with_offsets]
+
     def test_query_prefix_belongs_to_no_chunk(self, processor):
         with_prefix = ContextEmbedProcessor(processor.tokenizer, query_prefix="query: ")
         rows = with_prefix.tokenize_documents(["one"], task="query")
