@@ -60,6 +60,8 @@ def normalize_documents(documents, name: str = "documents", *, strings: StringDo
 
 
 def _document(document, where: str, strings: str, blank: str) -> list[str]:
+    if type(document) is list and document and all(type(chunk) is str for chunk in document) and blank == "keep":
+        return list(document)  # the common case, checked without the general path's per-chunk isinstance calls
     expected = f"{where} must be a non-empty list of chunk strings"
     if isinstance(document, str):
         if strings == "error":
@@ -133,6 +135,20 @@ def _is_collection(value) -> bool:
     return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
 
 
+def check_texts(texts: list[str], where) -> None:
+    """`check_text` of every text, `where(i)` naming text `i`: one search over them all, then the first bad one found.
+
+    >>> check_texts(["fine", "bad " + chr(0xD800)], lambda i: f"chunk {i}")
+    Traceback (most recent call last):
+    ...
+    ValueError: chunk 1 contains a lone surrogate (U+D800) at character 4: it is not valid Unicode text; decode the source with errors='replace' (or fix it) first
+    """
+    if _SURROGATE.search("".join(texts)) is None:
+        return
+    for i, text in enumerate(texts):
+        check_text(text, where(i))
+
+
 def check_text(text: str, where: str) -> None:
     """Raise a `ValueError` naming `where` if `text` is not valid Unicode (a lone surrogate, which no tokenizer takes)."""
     bad = _SURROGATE.search(text)
@@ -144,4 +160,4 @@ def check_text(text: str, where: str) -> None:
 
 
 __all__ = ["BLANK_CHUNKS", "STRING_DOCUMENTS", "BlankChunks", "StringDocuments", "check_count", "check_text",
-           "normalize_documents", "normalize_titles"]
+           "check_texts", "normalize_documents", "normalize_titles"]

@@ -31,7 +31,7 @@ from .choices_contextembed import (
     LongDocuments,
     Task,
 )
-from .inputs_contextembed import check_count, check_text, normalize_documents, normalize_titles
+from .inputs_contextembed import check_count, check_text, check_texts, normalize_documents, normalize_titles
 
 
 
@@ -186,11 +186,8 @@ class ContextEmbedProcessor(ProcessorMixin):
         for chunks in documents:
             prefix, chunks[0] = self._split_prefix(chunks[0], task)
             prefixes.append(prefix)
-        for i, chunks in enumerate(documents):
-            for j, chunk in enumerate(chunks):
-                check_text(chunk, describe(i, j))
-
         flat = [chunk for chunks in documents for chunk in chunks]
+        check_texts(flat, lambda k: describe(*_position(documents, k)))
         extras = [p for p in prefixes if p] + [t for t in titles if t]
         encoded = self.tokenize_text(flat + extras)
         extra_tokens = iter(encoded[len(flat) :])
@@ -399,6 +396,19 @@ def pplx_v2_document_row(encoded: tuple[list[int], list[tuple[int, int]]], chunk
         j = bisect_right(ends, s)  # the first chunk ending after the token starts
         chunk_ids.append(j if j < len(chunks) and starts[j] < e else -1)
     return {"input_ids": list(ids), "chunk_ids": chunk_ids, "num_chunks": len(chunks)}
+
+
+def _position(documents: list[list[str]], k: int) -> tuple[int, int]:
+    """(document, chunk) of the `k`-th chunk of all the documents' chunks in order.
+
+    >>> _position([["a", "b"], ["c"]], 2)
+    (1, 0)
+    """
+    for i, chunks in enumerate(documents):
+        if k < len(chunks):
+            return i, k
+        k -= len(chunks)
+    raise IndexError(k)
 
 
 def _describe_chunk(doc_index: int, chunk_index: int) -> str:

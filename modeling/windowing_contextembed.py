@@ -95,14 +95,19 @@ def chunk_pieces(body_cids: torch.Tensor, budget: int) -> list[tuple[int, int]]:
     """
     change = torch.ones(len(body_cids), dtype=torch.bool)
     change[1:] = body_cids[1:] != body_cids[:-1]
-    run_starts = change.nonzero().flatten().tolist() + [len(body_cids)]
+    run_starts = change.nonzero().flatten()
+    kept = body_cids[run_starts] >= 0  # runs of tokens in no chunk (separators) are no piece
+    bounds = torch.cat([run_starts, torch.tensor([len(body_cids)])]).tolist()
     spans = []
-    for s, e in zip(run_starts[:-1], run_starts[1:]):
-        if int(body_cids[s]) < 0:
+    for s, e, keep in zip(bounds[:-1], bounds[1:], kept.tolist()):
+        if not keep:
+            continue
+        if e - s <= budget:  # the common case: a chunk is one piece
+            spans.append((s, e))
             continue
         n_pieces = -(-(e - s) // budget)
-        bounds = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
-        spans.extend(zip(bounds[:-1], bounds[1:]))
+        edges = [s + (e - s) * k // n_pieces for k in range(n_pieces + 1)]
+        spans.extend(zip(edges[:-1], edges[1:]))
     return spans
 
 
@@ -132,18 +137,23 @@ def document_windows(
 
     spans = chunk_pieces(body_cids, budget)
     windows, owners = plan_windows(spans, len(body_ids), budget, overlap)
-    owned: list[list[tuple[int, int]]] = [[] for _ in windows]
-    for span, owner in zip(spans, owners):
-        owned[owner].append(span)
+    first_owned: dict[int, int] = {}  # window -> the start of the first piece it pools
+    for (s, _), owner in zip(spans, owners):
+        first_owned.setdefault(owner, s)
+    # Each body token's owner window (-1: in no piece), in one scatter rather than a slice assignment per piece.
+    starts, ends = torch.tensor(spans).T if spans else (torch.zeros(0, dtype=torch.long),) * 2
+    sizes = ends - starts
+    token_owner = torch.full_like(body_cids, -1)
+    positions = torch.arange(int(sizes.sum())) + torch.repeat_interleave(starts - (torch.cumsum(sizes, 0) - sizes),
+                                                                         sizes)
+    token_owner[positions] = torch.repeat_interleave(torch.tensor(owners, dtype=body_cids.dtype), sizes)
 
     result = []
-    for (ws, we), pieces in zip(windows, owned):
-        if not pieces:
+    for w, (ws, we) in enumerate(windows):
+        if w not in first_owned:
             continue  # every piece here is pooled from a window with more context around it
-        offset = int(body_cids[pieces[0][0]])
-        pooled = torch.full_like(body_cids[ws:we], -1)
-        for s, e in pieces:
-            pooled[s - ws : e - ws] = body_cids[s:e] - offset
+        offset = int(body_cids[first_owned[w]])
+        pooled = torch.where(token_owner[ws:we] == w, body_cids[ws:we] - offset, -1)
         carried = min(window_head, ws)  # window head tokens this window lacks, as unpooled context
         w_ids = torch.cat([ids[lead], body_ids[:carried], body_ids[ws:we], ids[tail]])
         w_cids = torch.cat(
