@@ -20,7 +20,8 @@ byte-level BPE of Qwen's kind trained here).
    Measured: the run as before (each batch prepared when the model needs it; `prefetch=0`) against now (batches
    prepared in a thread beside the model), each against H + D and max(H, D); then the same with torch at one
    thread (on an accelerator the pooling runs on the device; its CPU stand-in's OpenMP team would compete with
-   the tokenizer's threads for the cores).
+   the tokenizer's threads for the cores), and in a fresh process with `OMP_WAIT_POLICY=passive` (OpenMP's threads
+   sleep instead of spinning while they wait).
 3. **A plain CPU run** with the default model (MiniLM): now against before, side by side, to show nothing is slower.
 
 Repeats are interleaved; medians are compared. Last line: the blocking device's ratio now ÷ max(H, D).
@@ -32,6 +33,7 @@ import argparse
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -152,21 +154,51 @@ def _blocking_device(documents, repeats: int) -> dict:
     run()
     counted.remove()
     sleeping = Device(encoder.model.backbone, seconds_per_token=host / counted.real)
-    times = {"before": [], "now": []}
+    times, driving = {"before": [], "now": []}, []
     for _ in range(repeats):
         for name, setting in (("before", as_before), ("now", as_now)):
             setting(encoder)
             sleeping.blocked = 0.0
+            cpu, queued = scheduled()
             start = time.perf_counter()
             run()
             # (the run's time, the device's: the sleeps as they lasted)
             times[name].append((time.perf_counter() - start, sleeping.blocked))
+            if name == "now":
+                driving.append(tuple(b - a for a, b in zip((cpu, queued), scheduled())))
     sleeping.remove()
     before, now = (statistics.median(t for t, _ in times[k]) for k in ("before", "now"))
     device = statistics.median(d for k in times for _, d in times[k])
     return {"host_seconds": host, "device_seconds": device, "before_seconds": before, "now_seconds": now,
             "before_over_sum": before / (host + device), "now_over_max": now / max(host, device),
-            "now_over_before": now / before}
+            "now_over_before": now / before,
+            # the driving thread's own time in the runs with prefetching: on a core, and ready but waiting for one
+            "driving_cpu_seconds": statistics.median(c for c, _ in driving),
+            "driving_runqueue_seconds": statistics.median(q for _, q in driving)}
+
+
+def scheduled() -> tuple[float, float]:
+    """The calling thread's seconds on a core and seconds ready to run but waiting for one, from the kernel's
+    scheduler statistics (Linux; zeros elsewhere)."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stats:
+            on_cpu, waiting, _ = stats.read().split()
+    except OSError:
+        return 0.0, 0.0
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
+def passive_openmp(args) -> dict:
+    """The blocking device in a fresh process whose OpenMP threads sleep while they wait instead of spinning (read
+    once, when OpenMP starts): measured with the thread's own scheduler statistics, the spinning doubles the driving
+    thread's CPU time when the tokenizer's threads hold the other core."""
+    import json
+    import subprocess
+
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    out = subprocess.run([sys.executable, __file__, "--copies", str(args.copies), "--repeats", str(args.repeats),
+                          "--device-json"], env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def plain_cpu(documents, repeats: int) -> dict:
@@ -187,19 +219,34 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=4, help="the shipped documents this many times over")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--parts", nargs="+", choices=("ceiling", "device", "cpu"), default=["ceiling", "device", "cpu"])
+    parser.add_argument("--device-json", action="store_true", help=argparse.SUPPRESS)  # passive_openmp's child
     args = parser.parse_args()
     documents = _models.shipped_texts() * args.copies
+    if args.device_json:
+        import json
+
+        print(json.dumps(blocking_device(documents, args.repeats)))
+        return 0
     data, lines = {"documents": len(documents)}, []
     if "device" in args.parts:
         data["device"] = d = blocking_device(documents, args.repeats)
         lines.append(f"- **blocking device** (BERT layout, the backbone a simulated device: host "
                      f"{d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s): before {d['before_over_sum']:.2f} × (host + device), now "
-                     f"{d['now_over_max']:.2f} × max(host, device) (now ÷ before {d['now_over_before']:.2f})")
+                     f"{d['now_over_max']:.2f} × max(host, device) (now ÷ before {d['now_over_before']:.2f}); the "
+                     f"driving thread {d['driving_cpu_seconds']:.2f} s on a core and {d['driving_runqueue_seconds']:.2f} s "
+                     "ready but waiting for one")
         data["device_one_torch_thread"] = d = blocking_device(documents, args.repeats, torch_threads=1)
         lines.append(f"  - the same with torch at one thread (the pooling's CPU stand-in no longer spreads over both "
                      f"cores beside the tokenizer): host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s, "
                      f"before {d['before_over_sum']:.2f} × (host + device), now {d['now_over_max']:.2f} × max(host, "
-                     f"device)")
+                     f"device); driving thread {d['driving_cpu_seconds']:.2f} s on a core, "
+                     f"{d['driving_runqueue_seconds']:.2f} s waiting for one")
+        data["device_passive_openmp"] = d = passive_openmp(args)
+        lines.append(f"  - the same with OpenMP's threads sleeping while they wait (`OMP_WAIT_POLICY=passive`, a fresh "
+                     f"process): host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s, before "
+                     f"{d['before_over_sum']:.2f} × (host + device), now {d['now_over_max']:.2f} × max(host, device); "
+                     f"driving thread {d['driving_cpu_seconds']:.2f} s on a core, {d['driving_runqueue_seconds']:.2f} s "
+                     "waiting for one")
     if "cpu" in args.parts:
         data["cpu"] = c = plain_cpu(documents[: len(documents) // args.copies], args.repeats)
         lines.append(f"- **plain CPU run**, default model (MiniLM), both cores: now ÷ before {c['now_over_before']:.3f}")
