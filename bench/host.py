@@ -21,7 +21,8 @@ byte-level BPE of Qwen's kind trained here).
    prepared in a thread beside the model), each against H + D and max(H, D); then the same with torch at one
    thread (on an accelerator the pooling runs on the device; its CPU stand-in's OpenMP team would compete with
    the tokenizer's threads for the cores), and in a fresh process with `OMP_WAIT_POLICY=passive` (OpenMP's threads
-   sleep instead of spinning while they wait).
+   sleep instead of spinning while they wait). Each run also reports the driving thread's own time, on a core and
+   ready but waiting for one, from the kernel's scheduler statistics: the run is the device's time plus that.
 3. **A plain CPU run** with the default model (MiniLM): now against before, side by side, to show nothing is slower.
 
 Repeats are interleaved; medians are compared. Last line: the blocking device's ratio now ÷ max(H, D).
@@ -190,8 +191,8 @@ def scheduled() -> tuple[float, float]:
 
 def passive_openmp(args) -> dict:
     """The blocking device in a fresh process whose OpenMP threads sleep while they wait instead of spinning (read
-    once, when OpenMP starts): measured with the thread's own scheduler statistics, the spinning doubles the driving
-    thread's CPU time when the tokenizer's threads hold the other core."""
+    once, when OpenMP starts). Spinning lengthens the driving thread's time on a core while the tokenizer's threads
+    hold the other core: by between a third and as much again in this project's runs."""
     import json
     import subprocess
 
@@ -199,6 +200,14 @@ def passive_openmp(args) -> dict:
     out = subprocess.run([sys.executable, __file__, "--copies", str(args.copies), "--repeats", str(args.repeats),
                           "--device-json"], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def device_figures(d: dict) -> str:
+    """One blocking-device measurement as a report's words."""
+    return (f"host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s; before {d['before_over_sum']:.2f} × "
+            f"(host + device), now {d['now_over_max']:.2f} × max(host, device); the driving thread "
+            f"{d['driving_cpu_seconds']:.2f} s on a core and {d['driving_runqueue_seconds']:.2f} s ready but waiting "
+            "for one")
 
 
 def plain_cpu(documents, repeats: int) -> dict:
@@ -230,23 +239,14 @@ def main() -> int:
     data, lines = {"documents": len(documents)}, []
     if "device" in args.parts:
         data["device"] = d = blocking_device(documents, args.repeats)
-        lines.append(f"- **blocking device** (BERT layout, the backbone a simulated device: host "
-                     f"{d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s): before {d['before_over_sum']:.2f} × (host + device), now "
-                     f"{d['now_over_max']:.2f} × max(host, device) (now ÷ before {d['now_over_before']:.2f}); the "
-                     f"driving thread {d['driving_cpu_seconds']:.2f} s on a core and {d['driving_runqueue_seconds']:.2f} s "
-                     "ready but waiting for one")
+        lines.append(f"- **blocking device** (BERT layout, the backbone a simulated device): {device_figures(d)} "
+                     f"(now ÷ before {d['now_over_before']:.2f})")
         data["device_one_torch_thread"] = d = blocking_device(documents, args.repeats, torch_threads=1)
         lines.append(f"  - the same with torch at one thread (the pooling's CPU stand-in no longer spreads over both "
-                     f"cores beside the tokenizer): host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s, "
-                     f"before {d['before_over_sum']:.2f} × (host + device), now {d['now_over_max']:.2f} × max(host, "
-                     f"device); driving thread {d['driving_cpu_seconds']:.2f} s on a core, "
-                     f"{d['driving_runqueue_seconds']:.2f} s waiting for one")
+                     f"cores beside the tokenizer): {device_figures(d)}")
         data["device_passive_openmp"] = d = passive_openmp(args)
         lines.append(f"  - the same with OpenMP's threads sleeping while they wait (`OMP_WAIT_POLICY=passive`, a fresh "
-                     f"process): host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s, before "
-                     f"{d['before_over_sum']:.2f} × (host + device), now {d['now_over_max']:.2f} × max(host, device); "
-                     f"driving thread {d['driving_cpu_seconds']:.2f} s on a core, {d['driving_runqueue_seconds']:.2f} s "
-                     "waiting for one")
+                     f"process): {device_figures(d)}")
     if "cpu" in args.parts:
         data["cpu"] = c = plain_cpu(documents[: len(documents) // args.copies], args.repeats)
         lines.append(f"- **plain CPU run**, default model (MiniLM), both cores: now ÷ before {c['now_over_before']:.3f}")

@@ -60,7 +60,7 @@ def normalize_documents(documents, name: str = "documents", *, strings: StringDo
 
 
 def _document(document, where: str, strings: str, blank: str) -> list[str]:
-    if type(document) is list and document and all(type(chunk) is str for chunk in document) and blank == "keep":
+    if blank == "keep" and type(document) is list and document and all(type(chunk) is str for chunk in document):
         return list(document)  # the common case, checked without the general path's per-chunk isinstance calls
     expected = f"{where} must be a non-empty list of chunk strings"
     if isinstance(document, str):
