@@ -281,10 +281,12 @@ def test_a_bad_key_file_fails_before_the_model_loads(checkpoint, tmp_path):
 
 def test_sigterm_finishes_the_requests_in_flight(checkpoint):
     process, url = start(checkpoint, "--max-tokens-per-batch", "256")
-    body = {"input": [long_document(60, seed=k) for k in range(6)], "model": "tiny"}
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        calls = [pool.submit(httpx.post, url + "/v1/contextualizedembeddings", json=body, timeout=120)
-                 for _ in range(4)]
+    # Requests long enough (a second or so each here) to outlast the others' start on a loaded machine, sent through
+    # one client made beforehand: a tenth of a second of work each, from fresh clients, could finish before the fourth
+    # one arrived.
+    body = {"input": [long_document(60, seed=k) for k in range(24)], "model": "tiny"}
+    with httpx.Client(timeout=120) as client, concurrent.futures.ThreadPoolExecutor(4) as pool:
+        calls = [pool.submit(client.post, url + "/v1/contextualizedembeddings", json=body) for _ in range(4)]
         in_flight = 0
         for _ in range(1500):  # wait until all four are being answered, then ask the server to stop
             in_flight = _in_flight(url)
@@ -296,7 +298,7 @@ def test_sigterm_finishes_the_requests_in_flight(checkpoint):
     assert in_flight == 4, "the requests were not all in flight when the server was asked to stop: nothing was proved"
     assert process.wait(60) in (0, -15)  # uvicorn re-raises the SIGTERM once it has shut down gracefully
     assert [a.status_code for a in answers] == [200] * 4
-    assert all(len(a.json()["data"]) == 6 for a in answers)
+    assert all(len(a.json()["data"]) == 24 for a in answers)
 
 
 def _in_flight(url: str) -> int:
