@@ -94,8 +94,8 @@ class TestLateChunkPoolInvariants:
 
 
 class TestIndexGuard:
-    """The pooling never scatters over 2^31 elements at once (a 32-bit index would wrap): checked on shapes, with
-    meta tensors that hold no memory, and on small tensors with a lowered limit against the one-scatter result."""
+    """The pooling never adds over 2^31 elements at once (a 32-bit index would wrap): checked on shapes, with
+    meta tensors that hold no memory, and on small tensors with a lowered limit against the unsliced result."""
 
     def test_a_262144_token_pass_of_the_9b_is_one_scatter_and_two_are_sliced(self):
         from contextembed.modeling import MAX_INDEX_ELEMENTS, index_slices
@@ -118,7 +118,20 @@ class TestIndexGuard:
         with pytest.raises(ValueError, match="more than 2147483647 positions"):
             index_slices(8193, 262_144, 1)
 
-    def test_slices_give_the_one_scatter_result_exactly(self):
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+    def test_rows_added_at_once_give_the_scatter_exactly(self, dtype):
+        """Eager pooling adds whole rows (`index_add_`); an exported graph scatters element by element."""
+        from contextembed.modeling.modeling_contextembed import _scatter_sums_and_counts
+
+        for batch, seq_len, hidden, chunks in [(3, 17, 10, 4), (1, 300, 64, 40), (5, 64, 7, 1)]:
+            states = torch.randn(batch, seq_len, hidden).to(dtype)
+            chunk_ids = torch.randint(-1, chunks, (batch, seq_len))
+            added = chunk_sums_and_counts(states, chunk_ids, chunks)
+            scattered = _scatter_sums_and_counts(states, (chunk_ids + 1).clamp(min=0), chunks)
+            assert torch.equal(added[0], scattered[0]) and torch.equal(added[1], scattered[1])
+            assert added[0].dtype == added[1].dtype == torch.float32
+
+    def test_slices_give_the_unsliced_result_exactly(self):
         hidden = torch.randn(3, 17, 10)
         chunk_ids = torch.randint(-1, 4, (3, 17))
         whole = chunk_sums_and_counts(hidden, chunk_ids, 4)
