@@ -20,9 +20,12 @@ byte-level BPE of Qwen's kind trained here).
    Measured: the run as before (each batch prepared when the model needs it; `prefetch=0`) against now (batches
    prepared in a thread beside the model), each against H + D and max(H, D); then the same with torch at one
    thread (on an accelerator the pooling runs on the device; its CPU stand-in's OpenMP team would compete with
-   the tokenizer's threads for the cores), and in a fresh process with `OMP_WAIT_POLICY=passive` (OpenMP's threads
-   sleep instead of spinning while they wait). Each run also reports the driving thread's own time, on a core and
-   ready but waiting for one, from the kernel's scheduler statistics: the run is the device's time plus that.
+   the tokenizer's threads for the cores), then as on an accelerator (torch at one thread and the encoder's batch
+   budget for an accelerator, 8 times the CPU's: the driving thread's work is per pass), and in a fresh process with
+   `OMP_WAIT_POLICY=passive` (OpenMP's threads sleep instead of spinning while they wait). Each run also reports the driving thread's own time, on a core and
+   ready but waiting for one, from the kernel's scheduler statistics (the run is the device's time plus that), and
+   the seconds the whole process and torch's OpenMP workers spent on the cores (`/proc/self/task/*/stat`): a worker
+   that spins between the driving thread's parallel ops takes a core from the tokenizer.
 3. **A plain CPU run** with the default model (MiniLM): now against before, side by side, to show nothing is slower.
 
 Repeats are interleaved; medians are compared. Last line: the blocking device's ratio now ÷ max(H, D).
@@ -45,6 +48,7 @@ from _common import write_result  # noqa: E402
 import _models  # noqa: E402
 
 import contextembed  # noqa: E402
+from contextembed.encoder import default_max_tokens_per_batch  # noqa: E402
 
 
 def timed(fn, repeats: int) -> float:
@@ -131,23 +135,26 @@ def host_ceiling(documents, repeats: int) -> dict:
     return out
 
 
-def blocking_device(documents, repeats: int, torch_threads: int | None = None) -> dict:
+def blocking_device(documents, repeats: int, torch_threads: int | None = None,
+                    max_tokens_per_batch: int | None = None) -> dict:
     """`torch_threads`: torch's intra-op threads for the run (None: as they are). On an accelerator the pooling and
     head run on the device; here their CPU stand-ins run in torch's OpenMP team, which competes with the tokenizer's
-    threads for the same two cores."""
+    threads for the same two cores. `max_tokens_per_batch`: the encoder's budget (None: its default for the model's
+    device, the CPU's here, a pass an eighth of an accelerator's)."""
     threads = torch.get_num_threads()
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
     try:
-        return _blocking_device(documents, repeats)
+        return _blocking_device(documents, repeats, max_tokens_per_batch)
     finally:
         torch.set_num_threads(threads)
 
 
-def _blocking_device(documents, repeats: int) -> dict:
+def _blocking_device(documents, repeats: int, max_tokens_per_batch: int | None) -> dict:
     encoder = _models.encoder("bert")
     as_before(encoder)
-    run = lambda: encoder.encode_documents(documents, show_progress_bar=False)  # noqa: E731
+    run = lambda: encoder.encode_documents(documents, show_progress_bar=False,  # noqa: E731
+                                           max_tokens_per_batch=max_tokens_per_batch)
     free = Device(encoder.model.backbone)  # a device that costs nothing: the host's time H
     host = timed(run, repeats)
     free.remove()
@@ -155,18 +162,20 @@ def _blocking_device(documents, repeats: int) -> dict:
     run()
     counted.remove()
     sleeping = Device(encoder.model.backbone, seconds_per_token=host / counted.real)
-    times, driving = {"before": [], "now": []}, []
+    times, driving, cores = {"before": [], "now": []}, [], []
     for _ in range(repeats):
         for name, setting in (("before", as_before), ("now", as_now)):
             setting(encoder)
             sleeping.blocked = 0.0
             cpu, queued = scheduled()
+            threads, process = thread_seconds(), os.times()
             start = time.perf_counter()
             run()
             # (the run's time, the device's: the sleeps as they lasted)
             times[name].append((time.perf_counter() - start, sleeping.blocked))
             if name == "now":
                 driving.append(tuple(b - a for a, b in zip((cpu, queued), scheduled())))
+                cores.append(core_seconds(threads, process))
     sleeping.remove()
     before, now = (statistics.median(t for t, _ in times[k]) for k in ("before", "now"))
     device = statistics.median(d for k in times for _, d in times[k])
@@ -175,7 +184,41 @@ def _blocking_device(documents, repeats: int) -> dict:
             "now_over_before": now / before,
             # the driving thread's own time in the runs with prefetching: on a core, and ready but waiting for one
             "driving_cpu_seconds": statistics.median(c for c, _ in driving),
-            "driving_runqueue_seconds": statistics.median(q for _, q in driving)}
+            "driving_runqueue_seconds": statistics.median(q for _, q in driving),
+            # the process's seconds on a core in those runs: all its threads, and torch's OpenMP workers among them
+            "process_cpu_seconds": statistics.median(p for p, _ in cores),
+            "openmp_cpu_seconds": statistics.median(w for _, w in cores)}
+
+
+# The threads torch's OpenMP team was started with (main() runs a parallel op before any tokenizer call starts the
+# tokenizer's own pool): the calling thread and its OpenMP workers.
+TORCH_THREADS: set[int] = set()
+
+
+def thread_seconds() -> dict[int, float]:
+    """Each of the process's threads' seconds on a core (user + system), from /proc (Linux; empty elsewhere)."""
+    ticks, out = os.sysconf("SC_CLK_TCK"), {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        out[int(task)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return out
+
+
+def core_seconds(threads: dict[int, float], process) -> tuple[float, float]:
+    """Since `threads` (`thread_seconds()`) and `process` (`os.times()`): the process's seconds on a core, and those
+    of torch's OpenMP workers (the threads started with torch's team, less the one that drives the model)."""
+    now, after = thread_seconds(), os.times()
+    workers = TORCH_THREADS - {threading.get_native_id()}
+    openmp = sum(now[t] - threads.get(t, 0.0) for t in workers if t in now)
+    return after.user + after.system - process.user - process.system, openmp
 
 
 def scheduled() -> tuple[float, float]:
@@ -207,7 +250,8 @@ def device_figures(d: dict) -> str:
     return (f"host {d['host_seconds']:.1f} s, device {d['device_seconds']:.1f} s; before {d['before_over_sum']:.2f} × "
             f"(host + device), now {d['now_over_max']:.2f} × max(host, device); the driving thread "
             f"{d['driving_cpu_seconds']:.2f} s on a core and {d['driving_runqueue_seconds']:.2f} s ready but waiting "
-            "for one")
+            f"for one; the process {d['process_cpu_seconds']:.1f} s on the cores, torch's OpenMP workers "
+            f"{d['openmp_cpu_seconds']:.1f} s of it")
 
 
 def plain_cpu(documents, repeats: int) -> dict:
@@ -230,6 +274,8 @@ def main() -> int:
     parser.add_argument("--parts", nargs="+", choices=("ceiling", "device", "cpu"), default=["ceiling", "device", "cpu"])
     parser.add_argument("--device-json", action="store_true", help=argparse.SUPPRESS)  # passive_openmp's child
     args = parser.parse_args()
+    torch.ones(1 << 20).sum()  # torch's OpenMP team starts here, before the tokenizer's pool
+    TORCH_THREADS.update(thread_seconds())
     documents = _models.shipped_texts() * args.copies
     if args.device_json:
         import json
@@ -244,6 +290,12 @@ def main() -> int:
         data["device_one_torch_thread"] = d = blocking_device(documents, args.repeats, torch_threads=1)
         lines.append(f"  - the same with torch at one thread (the pooling's CPU stand-in no longer spreads over both "
                      f"cores beside the tokenizer): {device_figures(d)}")
+        data["device_as_on_an_accelerator"] = d = blocking_device(
+            documents, args.repeats, torch_threads=1, max_tokens_per_batch=default_max_tokens_per_batch("cuda"))
+        lines.append(f"  - the same as on an accelerator: torch at one thread, and the encoder's batch budget for an "
+                     f"accelerator ({default_max_tokens_per_batch('cuda'):,} tokens a pass, where the CPU's is "
+                     f"{default_max_tokens_per_batch('cpu'):,}; the driving thread's work is per pass): "
+                     f"{device_figures(d)}")
         data["device_passive_openmp"] = d = passive_openmp(args)
         lines.append(f"  - the same with OpenMP's threads sleeping while they wait (`OMP_WAIT_POLICY=passive`, a fresh "
                      f"process): {device_figures(d)}")

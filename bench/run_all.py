@@ -55,6 +55,9 @@ def headline(results: Path) -> list[str]:
         if "device_one_torch_thread" in h:
             rows.append(f"| blocking device, torch at one thread: run ÷ max(host, device) | "
                         f"{h['device_one_torch_thread']['now_over_max']:.2f} | ≤ 1.3 |")
+        if "device_as_on_an_accelerator" in h:
+            rows.append(f"| blocking device as on an accelerator (torch at one thread, an accelerator's batch budget): "
+                        f"run ÷ max(host, device) | {h['device_as_on_an_accelerator']['now_over_max']:.2f} | ≤ 1.3 |")
     if (h := load("host")) is not None and "cpu" in h:
         rows.append(f"| plain CPU encode, now ÷ before prefetching (MiniLM) | {h['cpu']['now_over_before']:.3f} | "
                     "≤ 1 |")
