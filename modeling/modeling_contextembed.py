@@ -179,11 +179,12 @@ def chunk_sums_and_counts(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sum and count each chunk's token states, in fp32, with shapes fixed by `num_chunks`.
 
-    Tokens with chunk id -1 go to a discarded slot, so the computation has no data-dependent shapes. Each token's row
-    of states is added to its chunk's row in one `index_add_` over the batch's (B * T, H) rows, which adds whole rows
-    where a scatter reads an index per element (2 to 8 times faster on CPU, the same bits). The addition never
-    covers more than `max_index_elements` at once (`index_slices`): at 2^31 elements a 32-bit index would wrap, so a
-    large pass is pooled a slice of hidden dimensions at a time, with the same result.
+    Tokens with chunk id -1 go to a discarded slot, so the computation has no data-dependent shapes. Each token's
+    row of states is added to its chunk's row in one `index_add_` over the batch's (B * T, H) rows, which adds whole
+    rows where a scatter reads an index per element (the same bits; on CPU 1.2 to 2 times as fast at hidden 32, 4 to
+    8 times at 384 to 1024). The addition never covers more than `max_index_elements` at once (`index_slices`): at
+    2^31 elements a 32-bit index would wrap, so a large pass is pooled a slice of hidden dimensions at a time, with
+    the same result.
 
     >>> h = torch.tensor([[[1.0], [3.0], [5.0], [7.0]]])       # (B=1, T=4, H=1)
     >>> ids = torch.tensor([[-1, 0, 0, 1]])
