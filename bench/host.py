@@ -16,16 +16,16 @@ byte-level BPE of Qwen's kind trained here).
    call's real tokens and returns zero states (a synchronous accelerator blocks the calling thread without using the
    CPU, and the backbone's work is the device's), scaled so the sleeps add up to the host's time H (the whole encode
    with a device that costs nothing, as before prefetching); the device's time D is the sleeps as they lasted (a
-   sleep overshoots on a busy machine).
-   Measured: the run as before (each batch prepared when the model needs it; `prefetch=0`) against now (batches
-   prepared in a thread beside the model), each against H + D and max(H, D); then the same with torch at one
-   thread (on an accelerator the pooling runs on the device; its CPU stand-in's OpenMP team would compete with
-   the tokenizer's threads for the cores), then as on an accelerator (torch at one thread and the encoder's batch
-   budget for an accelerator, 8 times the CPU's: the driving thread's work is per pass), and in a fresh process with
-   `OMP_WAIT_POLICY=passive` (OpenMP's threads sleep instead of spinning while they wait). Each run also reports the driving thread's own time, on a core and
-   ready but waiting for one, from the kernel's scheduler statistics (the run is the device's time plus that), and
-   the seconds the whole process and torch's OpenMP workers spent on the cores (`/proc/self/task/*/stat`): a worker
-   that spins between the driving thread's parallel ops takes a core from the tokenizer.
+   sleep overshoots on a busy machine). Measured: the run as before (each batch prepared when the model needs it;
+   `prefetch=0`) against now (batches prepared in a thread beside the model), each against H + D and max(H, D); then
+   the same with torch at one thread (on an accelerator the pooling runs on the device; its CPU stand-in's OpenMP
+   team would compete with the tokenizer's threads for the cores), then as on an accelerator (torch at one thread and
+   the encoder's batch budget for an accelerator, 8 times the CPU's: the driving thread's work is per pass), and in a
+   fresh process with `OMP_WAIT_POLICY=passive` (OpenMP's threads sleep instead of spinning while they wait). Each
+   run also reports the driving thread's own time, on a core and ready but waiting for one, from the kernel's
+   scheduler statistics (the run is the device's time plus that), and the seconds the whole process and torch's
+   OpenMP workers spent on the cores: a worker that spins between the driving thread's parallel ops takes a core from
+   the tokenizer.
 3. **A plain CPU run** with the default model (MiniLM): now against before, side by side, to show nothing is slower.
 
 Repeats are interleaved; medians are compared. Last line: the blocking device's ratio now ÷ max(H, D).
@@ -196,20 +196,12 @@ TORCH_THREADS: set[int] = set()
 
 
 def thread_seconds() -> dict[int, float]:
-    """Each of the process's threads' seconds on a core (user + system), from /proc (Linux; empty elsewhere)."""
-    ticks, out = os.sysconf("SC_CLK_TCK"), {}
+    """Each of the process's threads' seconds on a core (`scheduled`; Linux, empty elsewhere)."""
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
-        return out
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended
-            continue
-        out[int(task)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return out
+        return {}
+    return {int(task): scheduled(int(task))[0] for task in tasks}
 
 
 def core_seconds(threads: dict[int, float], process) -> tuple[float, float]:
@@ -221,11 +213,11 @@ def core_seconds(threads: dict[int, float], process) -> tuple[float, float]:
     return after.user + after.system - process.user - process.system, openmp
 
 
-def scheduled() -> tuple[float, float]:
-    """The calling thread's seconds on a core and seconds ready to run but waiting for one, from the kernel's
-    scheduler statistics (Linux; zeros elsewhere)."""
+def scheduled(thread: int | None = None) -> tuple[float, float]:
+    """A thread's (default: the calling one's) seconds on a core and seconds ready to run but waiting for one, from
+    the kernel's scheduler statistics (Linux; zeros elsewhere, or once the thread has ended)."""
     try:
-        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stats:
+        with open(f"/proc/self/task/{thread or threading.get_native_id()}/schedstat") as stats:
             on_cpu, waiting, _ = stats.read().split()
     except OSError:
         return 0.0, 0.0

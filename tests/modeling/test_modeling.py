@@ -97,7 +97,7 @@ class TestIndexGuard:
     """The pooling never adds over 2^31 elements at once (a 32-bit index would wrap): checked on shapes, with
     meta tensors that hold no memory, and on small tensors with a lowered limit against the unsliced result."""
 
-    def test_a_262144_token_pass_of_the_9b_is_one_scatter_and_two_are_sliced(self):
+    def test_a_262144_token_pass_of_the_9b_is_pooled_at_once_and_two_are_sliced(self):
         from contextembed.modeling import MAX_INDEX_ELEMENTS, index_slices
 
         assert index_slices(1, 262_144, 4096) == [slice(0, 4096)]  # 2^30 elements
